@@ -1,0 +1,7 @@
+"""Self-supervised representation learning for tabular data, in scikit-learn."""
+
+from ._base import InconsistentVersionWarning
+from ._version import __version__
+from .methods import QMatchEncoder
+
+__all__ = ["InconsistentVersionWarning", "QMatchEncoder", "__version__"]

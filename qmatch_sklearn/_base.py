@@ -1,0 +1,240 @@
+"""scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform, pickling."""
+
+import io
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._device import resolve_device
+from ._engine import (
+    PretextNet,
+    batched_forward,
+    fit_summary,
+    to_dataset,
+    training_callbacks,
+    validation_split,
+)
+from ._networks import Encoder, default_hidden_sizes, lecun_normal_
+from ._version import __version__
+
+
+class InconsistentVersionWarning(UserWarning):
+    """A pickle made by another version of qmatch_sklearn was loaded."""
+
+
+def check_features(estimator, X, y="no_validation", *, reset):
+    """``validate_data`` to float32, with a hint when the input holds strings."""
+    try:
+        return validate_data(estimator, X, y, reset=reset, dtype=np.float32)
+    except ValueError as error:
+        if "convert" not in str(error):
+            raise
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric features ({error}). Encode "
+            "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
+        ) from error
+
+
+def draw_seeds(random_state, n):
+    """``n`` independent integer seeds from ``random_state``.
+
+    ``None`` takes fresh OS entropy instead of the global NumPy generator, so
+    fitting never advances a global random state.
+    """
+    if random_state is None:
+        sequence = np.random.SeedSequence()
+    else:
+        sequence = np.random.SeedSequence(check_random_state(random_state).randint(2**31 - 1))
+    return [int(seed) for seed in sequence.generate_state(n)]
+
+
+def split_rows(n_samples, validation_fraction, seed, stratify=None):
+    """Indices (train, validation); validation is None when the fraction is None."""
+    indices = np.arange(n_samples)
+    if validation_fraction is None:
+        return indices, None
+    train, valid = train_test_split(
+        indices, test_size=validation_fraction, random_state=seed, stratify=stratify
+    )
+    if len(train) < 2:
+        raise ValueError(
+            f"validation_fraction={validation_fraction} leaves {len(train)} training "
+            f"row(s) of {n_samples}; at least 2 are needed. Pass more rows or "
+            "validation_fraction=None."
+        )
+    return np.sort(train), np.sort(valid)
+
+
+def check_two_samples(estimator, n_samples):
+    if n_samples < 2:
+        raise ValueError(
+            f"{type(estimator).__name__} needs at least 2 samples to fit (batch "
+            f"normalisation), got n_samples = {n_samples}."
+        )
+
+
+class TorchPickleMixin:
+    """Pickles that load on any machine and say which version wrote them.
+
+    Each attribute named in ``_torch_attributes`` is written with
+    ``torch.save`` and read back with a ``map_location`` for the device that
+    exists at load time: a model trained on CUDA loads on a CPU-only machine
+    (with a warning). Only fitted weights are kept, never optimiser state.
+    """
+
+    _torch_attributes = ()
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for name in self._torch_attributes:
+            if name in state:
+                buffer = io.BytesIO()
+                torch.save(state[name], buffer)
+                state[name] = buffer.getvalue()
+        state["_qmatch_sklearn_version"] = __version__
+        return state
+
+    def __setstate__(self, state):
+        version = state.pop("_qmatch_sklearn_version", None)
+        if version != __version__:
+            warnings.warn(
+                f"This {type(self).__name__} was pickled with qmatch_sklearn {version} and "
+                f"is loaded with {__version__}; results may differ.",
+                InconsistentVersionWarning,
+                stacklevel=2,
+            )
+        if "device_" in state:
+            state["device_"] = resolve_device(state["device_"])
+        for name in self._torch_attributes:
+            if name in state:
+                state[name] = torch.load(
+                    io.BytesIO(state[name]), map_location=state["device_"], weights_only=False
+                )
+        super().__setstate__(state)
+
+
+class BasePretextEncoder(
+    TorchPickleMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
+    """Base class of the self-supervised encoders (not for direct use).
+
+    A method subclasses it with an ``__init__`` that lists the shared
+    parameters plus its own, and ``_build_pretext(n_features, generator)``
+    returning ``(PretextModule, loss module)``. Everything else (validation,
+    seeding, the training engine, transform, pickling) lives here.
+    """
+
+    _parameter_constraints = {
+        "hidden_sizes": [None, "array-like"],
+        "architecture": [StrOptions({"mlp", "imix"})],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "patience": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+    _torch_attributes = ("network_",)
+
+    def _hidden_sizes(self):
+        sizes = default_hidden_sizes(self.architecture) if self.hidden_sizes is None else self.hidden_sizes
+        sizes = tuple(int(width) for width in sizes)
+        if not sizes or min(sizes) < 1:
+            raise ValueError(f"hidden_sizes must be positive integers, got {self.hidden_sizes!r}.")
+        if self.architecture == "imix" and sizes[-1] % 4:
+            raise ValueError(
+                f"architecture='imix' needs a last hidden size divisible by 4 (maxout), got {sizes[-1]}."
+            )
+        return sizes
+
+    def _build_encoder(self, n_features, generator):
+        encoder = Encoder(n_features, self._hidden_sizes(), self.embedding_dim, self.architecture)
+        return lecun_normal_(encoder, generator)
+
+    def _build_pretext(self, n_features, generator):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit(self, X, y=None):
+        """Pretrain the encoder on the rows of ``X`` (``y`` is ignored).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric, preprocessed rows (e.g. the output of a ColumnTransformer).
+        y : None
+            Ignored; present for Pipeline compatibility.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X = check_features(self, X, reset=True)
+        check_two_samples(self, len(X))
+        device = resolve_device(self.device)
+        init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
+        train, valid = split_rows(len(X), self.validation_fraction, split_seed)
+
+        module, criterion = self._build_pretext(X.shape[1], torch.Generator().manual_seed(init_seed))
+        net = PretextNet(
+            module,
+            criterion=criterion,
+            optimizer=torch.optim.AdamW,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            train_split=validation_split(None if valid is None else to_dataset(X[valid], None, device)),
+            callbacks=training_callbacks(
+                monitor="valid_loss",
+                lower_is_better=True,
+                patience=self.patience,
+                has_validation=valid is not None,
+                verbose=self.verbose,
+                desc=f"{type(self).__name__} pretraining",
+            ),
+            device=device,
+            verbose=int(self.verbose >= 2),
+            generator=torch.Generator(device).manual_seed(data_seed),
+            valid_seed=valid_seed,
+        )
+        net.fit(to_dataset(X[train], None, device))
+
+        self.network_ = module.encoder.eval().requires_grad_(False)
+        for param in self.network_.parameters():
+            param.grad = None
+        self.history_, self.n_epochs_, self.best_epoch_ = fit_summary(net)
+        self.device_ = device
+        self._n_features_out = self.embedding_dim
+        return self
+
+    def transform(self, X):
+        """Embed rows with the pretrained encoder.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, embedding_dim), float32
+        """
+        check_is_fitted(self)
+        X = check_features(self, X, reset=False)
+        return batched_forward(self.network_, X, self.device_, self._n_features_out)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float32"]
+        return tags

@@ -1,0 +1,33 @@
+"""VIME corruption (Yoon et al., 2020), the view generator of Q-Match and most baselines."""
+
+import torch
+
+
+def vime_corruption(x, p, generator=None):
+    """Corrupt each entry of ``x`` with probability ``p``.
+
+    Implements x~ = m * x_bar + (1 - m) * x with m_ij ~ Bernoulli(p) i.i.d. and
+    x_bar[:, j] a random permutation of column j of the batch, so a corrupted
+    value is a draw (without replacement) from that column's empirical
+    marginal in the batch. One-hot columns are shuffled independently, as in
+    the reference implementation.
+
+    Parameters
+    ----------
+    x : Tensor of shape (batch, n_features)
+    p : float in [0, 1]
+    generator : torch.Generator on ``x.device``, optional
+
+    Returns
+    -------
+    x_tilde : Tensor, same shape as ``x`` (a new tensor; ``x`` is not modified)
+    mask : Tensor of bool, True where an entry was replaced
+    """
+    if p == 0:
+        return x, torch.zeros_like(x, dtype=torch.bool)
+    n, d = x.shape
+    mask = torch.rand(n, d, device=x.device, generator=generator) < p
+    # argsort of i.i.d. uniforms gives an independent permutation per column
+    perm = torch.rand(n, d, device=x.device, generator=generator).argsort(dim=0)
+    x_bar = torch.gather(x, 0, perm)
+    return torch.where(mask, x_bar, x), mask

@@ -1,0 +1,246 @@
+"""Q-Match: match the teacher's distribution over a queue of past embeddings.
+
+Mulc & Dwibedi, "Q-Match: Self-supervised Learning by Matching Distributions
+Induced by a Queue" (the method section and Appendix Algorithm 1).
+"""
+
+import itertools
+from numbers import Integral, Real
+
+import torch
+from sklearn.utils._param_validation import Interval
+from torch import nn
+from torch.nn import functional as F
+
+from .._base import BasePretextEncoder
+from .._corruption import vime_corruption
+from .._ema import ema_update_, make_teacher
+from .._networks import MLP, lecun_normal_
+from .._queue import EmbeddingQueue
+from ._base import PretextModule
+
+
+def distribution_matching_loss(student, teacher, queue, student_temperature, teacher_temperature):
+    """The Q-Match loss L^QM (the paper's only equation), averaged over the batch.
+
+    L_i = H(p_t, p_s) = -sum_k p_t[i, k] log p_s[i, k], with
+    p_t = softmax(t Q^T / tau_t) and p_s = softmax(s Q^T / tau_s), where s and
+    t are the L2-normalised student and teacher embeddings and Q the queue.
+    Gradients flow through ``student`` only.
+    """
+    s = F.normalize(student, dim=1)
+    t = F.normalize(teacher, dim=1).detach()
+    queue = queue.detach()
+    teacher_probs = F.softmax(t @ queue.T / teacher_temperature, dim=1)
+    student_log_probs = F.log_softmax(s @ queue.T / student_temperature, dim=1)
+    return -(teacher_probs * student_log_probs).sum(dim=1).mean()
+
+
+class DistributionMatchingLoss(nn.Module):
+    """:func:`distribution_matching_loss` with fixed temperatures (the skorch criterion)."""
+
+    def __init__(self, student_temperature=0.1, teacher_temperature=0.04):
+        super().__init__()
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+
+    def forward(self, student, teacher, queue):
+        return distribution_matching_loss(
+            student, teacher, queue, self.student_temperature, self.teacher_temperature
+        )
+
+
+class QMatchModule(PretextModule):
+    """Student (encoder + projector), EMA teacher and queue of one Q-Match run.
+
+    Per step: the student sees the batch VIME-corrupted with
+    ``student_corruption``, the teacher sees it corrupted with
+    ``teacher_corruption`` (0 by default: the clean row). After the optimiser
+    step the teacher moves towards the student (EMA) and the batch's teacher
+    embeddings enter the queue, as in Algorithm 1.
+    """
+
+    def __init__(self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay):
+        super().__init__(encoder)
+        self.projector = projector
+        self.teacher = make_teacher(nn.Sequential(encoder, projector))
+        self.queue = queue
+        self.student_corruption = student_corruption
+        self.teacher_corruption = teacher_corruption
+        self.ema_decay = ema_decay
+
+    def forward(self, x, generator):
+        student_view, _ = vime_corruption(x, self.student_corruption, generator)
+        teacher_view, _ = vime_corruption(x, self.teacher_corruption, generator)
+        student = self.projector(self.encoder(student_view))
+        with torch.no_grad():
+            teacher = F.normalize(self.teacher(teacher_view), dim=1)
+        return student, teacher, self.queue.embeddings
+
+    def after_step(self, outputs):
+        student_params = itertools.chain(self.encoder.parameters(), self.projector.parameters())
+        ema_update_(self.teacher.parameters(), student_params, self.ema_decay)
+        self.queue.push(outputs[1])
+
+
+class QMatchEncoder(BasePretextEncoder):
+    """Self-supervised tabular encoder trained with Q-Match.
+
+    ``fit`` pretrains an MLP encoder on unlabeled rows; ``transform`` returns
+    its ``embedding_dim``-dimensional representation, e.g. for a linear model
+    trained on few labels.
+
+    Parameters
+    ----------
+    hidden_sizes : tuple of int, default=None
+        Hidden layer widths of the encoder. None means (512, 512) for
+        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
+        for ``"imix"``.
+    architecture : {"mlp", "imix"}, default="mlp"
+        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
+        the paper's i-Mix network (63M parameters at the default widths: a GPU
+        network).
+    embedding_dim : int, default=128
+        Width of the representation z returned by ``transform``.
+    projection_sizes : tuple of int, default=(512, 128)
+        The projection MLP on top of z whose output enters the loss and queue.
+    queue_size : int, default=2048
+        Number K of past teacher embeddings in the queue (the paper recommends
+        at least 10^3; its search space is {512, 2048}).
+    student_temperature : float, default=0.1
+        tau_s, the temperature of the student's distribution over the queue.
+    teacher_temperature : float, default=0.04
+        tau_t, the (sharper) temperature of the teacher's distribution.
+    student_corruption : float, default=0.3
+        Probability that the student view replaces an entry (VIME corruption).
+    teacher_corruption : float, default=0.0
+        The same for the teacher view; the paper recommends zero or small.
+    ema_decay : float, default=0.9
+        Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
+        paper's tau_EMA; 0 makes the teacher the current student).
+    lr : float, default=1e-3
+        AdamW learning rate of the pretext task.
+    weight_decay : float, default=0.0
+        AdamW weight decay on weight matrices (the paper pretrains without).
+    batch_size : int, default=512
+        Rows per optimisation step.
+    max_epochs : int, default=100
+        Upper bound on pretraining epochs.
+    patience : int, default=32
+        Stop after this many epochs without a lower pretext-validation loss;
+        the weights of the best epoch are restored.
+    validation_fraction : float or None, default=0.1
+        Share of the rows held out for that validation loss. None trains for
+        ``max_epochs`` and keeps the last weights.
+    device : str, default="auto"
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, the queue, shuffling, corruption and the
+        validation split, through local generators (global random states are
+        never touched). Same seed, same embeddings on the CPU.
+    verbose : int, default=0
+        1 shows a progress bar over epochs; 2 also prints a table per epoch.
+
+    Attributes
+    ----------
+    network_ : torch.nn.Module
+        The pretrained encoder (the student's, at the best validation epoch).
+    history_ : skorch.History
+        One entry per epoch with ``train_loss`` and ``valid_loss``.
+    n_epochs_ : int
+        Epochs run.
+    best_epoch_ : int
+        Epoch whose weights were kept (1-based).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names.
+
+    See Also
+    --------
+    QMatchClassifier : fine-tunes or linearly probes a pretrained encoder.
+
+    References
+    ----------
+    Mulc, T. and Dwibedi, D. "Q-Match: Self-supervised Learning by Matching
+    Distributions Induced by a Queue."
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from qmatch_sklearn import QMatchEncoder
+    >>> X, _ = load_digits(return_X_y=True)
+    >>> encoder = QMatchEncoder(max_epochs=2, random_state=0).fit(X)
+    >>> encoder.transform(X[:5]).shape
+    (5, 128)
+    """
+
+    _parameter_constraints = {
+        **BasePretextEncoder._parameter_constraints,
+        "projection_sizes": ["array-like"],
+        "queue_size": [Interval(Integral, 1, None, closed="left")],
+        "student_temperature": [Interval(Real, 0, None, closed="neither")],
+        "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
+        "student_corruption": [Interval(Real, 0, 1, closed="both")],
+        "teacher_corruption": [Interval(Real, 0, 1, closed="both")],
+        "ema_decay": [Interval(Real, 0, 1, closed="both")],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_sizes=None,
+        architecture="mlp",
+        embedding_dim=128,
+        projection_sizes=(512, 128),
+        queue_size=2048,
+        student_temperature=0.1,
+        teacher_temperature=0.04,
+        student_corruption=0.3,
+        teacher_corruption=0.0,
+        ema_decay=0.9,
+        lr=1e-3,
+        weight_decay=0.0,
+        batch_size=512,
+        max_epochs=100,
+        patience=32,
+        validation_fraction=0.1,
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_sizes = hidden_sizes
+        self.architecture = architecture
+        self.embedding_dim = embedding_dim
+        self.projection_sizes = projection_sizes
+        self.queue_size = queue_size
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+        self.student_corruption = student_corruption
+        self.teacher_corruption = teacher_corruption
+        self.ema_decay = ema_decay
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _build_pretext(self, n_features, generator):
+        encoder = self._build_encoder(n_features, generator)
+        projection_sizes = tuple(int(width) for width in self.projection_sizes)
+        projector = lecun_normal_(MLP(self.embedding_dim, projection_sizes), generator)
+        module = QMatchModule(
+            encoder,
+            projector,
+            EmbeddingQueue(self.queue_size, projection_sizes[-1], generator),
+            self.student_corruption,
+            self.teacher_corruption,
+            self.ema_decay,
+        )
+        return module, DistributionMatchingLoss(self.student_temperature, self.teacher_temperature)
