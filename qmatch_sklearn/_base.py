@@ -92,7 +92,7 @@ class TorchPickleMixin:
     _torch_attributes = ()
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())
         for name in self._torch_attributes:
             if name in state:
                 buffer = io.BytesIO()
