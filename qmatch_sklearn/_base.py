@@ -21,7 +21,7 @@ from ._engine import (
     training_callbacks,
     validation_split,
 )
-from ._networks import Encoder, default_hidden_sizes, lecun_normal_
+from ._networks import Encoder, default_hidden_sizes, isolated_global_rng, lecun_normal_
 from ._version import __version__
 
 
@@ -186,7 +186,8 @@ class BasePretextEncoder(
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         train, valid = split_rows(len(X), self.validation_fraction, split_seed)
 
-        module, criterion = self._build_pretext(X.shape[1], torch.Generator().manual_seed(init_seed))
+        with isolated_global_rng():
+            module, criterion = self._build_pretext(X.shape[1], torch.Generator().manual_seed(init_seed))
         net = PretextNet(
             module,
             criterion=criterion,

@@ -17,7 +17,7 @@ from ._base import TorchPickleMixin, check_features, check_two_samples, draw_see
 from ._device import resolve_device
 from ._engine import FineTuneNet, batched_forward, fit_summary, to_dataset, training_callbacks
 from ._engine import validation_split
-from ._networks import lecun_normal_
+from ._networks import isolated_global_rng, lecun_normal_
 from .methods import QMatchEncoder
 
 UNLABELED = -1
@@ -207,10 +207,11 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         self.encoder_, fitted_encoder = self._fit_encoder(X)
         label_encoder = LabelEncoder().fit(y_labeled)
         targets = label_encoder.transform(y_labeled).astype(np.int64)
-        head = lecun_normal_(
-            torch.nn.Linear(fitted_encoder.embedding_dim, len(classes)),
-            torch.Generator().manual_seed(head_seed),
-        )
+        with isolated_global_rng():
+            head = lecun_normal_(
+                torch.nn.Linear(fitted_encoder.embedding_dim, len(classes)),
+                torch.Generator().manual_seed(head_seed),
+            )
         encoder_network = copy.deepcopy(fitted_encoder.network_)
         if self.freeze_encoder:
             # A frozen encoder is a fixed feature map: embed once, train the head.

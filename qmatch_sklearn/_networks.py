@@ -93,6 +93,16 @@ def default_hidden_sizes(architecture):
     return IMIX_HIDDEN_SIZES if architecture == "imix" else MLP_HIDDEN_SIZES
 
 
+def isolated_global_rng():
+    """Context in which torch's default layer init cannot advance the global RNG.
+
+    ``nn.Linear`` draws its default weights from the global generator when it
+    is built; we overwrite them with :func:`lecun_normal_` from a local one, so
+    building inside this context leaves the caller's random state as it was.
+    """
+    return torch.random.fork_rng(devices=[])
+
+
 @torch.no_grad()
 def lecun_normal_(module, generator):
     """Initialise every linear layer as Flax does (the reference's framework).

@@ -1,0 +1,137 @@
+"""The numeric pieces against direct formulas: loss, queue, EMA, corruption."""
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from qmatch_sklearn._corruption import vime_corruption
+from qmatch_sklearn._ema import ema_update_
+from qmatch_sklearn._queue import EmbeddingQueue
+from qmatch_sklearn.methods.qmatch import distribution_matching_loss
+
+
+def _numpy_qmatch_loss(s, t, Q, tau_s, tau_t):
+    s = s / np.linalg.norm(s, axis=1, keepdims=True)
+    t = t / np.linalg.norm(t, axis=1, keepdims=True)
+    teacher_logits = t @ Q.T / tau_t
+    p_t = np.exp(teacher_logits - teacher_logits.max(1, keepdims=True))
+    p_t /= p_t.sum(1, keepdims=True)
+    student_logits = s @ Q.T / tau_s
+    shifted = student_logits - student_logits.max(1, keepdims=True)
+    log_p_s = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    return float(np.mean(-(p_t * log_p_s).sum(1)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batch=st.integers(1, 9),
+    queue=st.integers(1, 17),
+    dim=st.integers(2, 6),
+    tau_s=st.sampled_from([0.05, 0.1, 0.2, 1.0]),
+    tau_t=st.sampled_from([0.04, 0.1]),
+    seed=st.integers(0, 2**16),
+)
+def test_loss_matches_numpy_formula(batch, queue, dim, tau_s, tau_t, seed):
+    rng = np.random.default_rng(seed)
+    s, t = rng.normal(size=(batch, dim)), rng.normal(size=(batch, dim))
+    Q = rng.normal(size=(queue, dim))
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    expected = _numpy_qmatch_loss(s, t, Q, tau_s, tau_t)
+    got = distribution_matching_loss(
+        torch.tensor(s), torch.tensor(t), torch.tensor(Q), tau_s, tau_t
+    ).item()
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_loss_gradient_flows_to_student_only():
+    s = torch.randn(4, 3, requires_grad=True)
+    t = torch.randn(4, 3, requires_grad=True)
+    Q = torch.nn.functional.normalize(torch.randn(5, 3), dim=1).requires_grad_(True)
+    distribution_matching_loss(s, t, Q, 0.1, 0.04).backward()
+    assert s.grad is not None and s.grad.abs().sum() > 0
+    assert t.grad is None and Q.grad is None
+
+
+def test_loss_is_minimal_when_student_matches_teacher_at_equal_temperature():
+    Q = torch.nn.functional.normalize(torch.randn(16, 4), dim=1)
+    t = torch.randn(3, 4)
+    same = distribution_matching_loss(t, t, Q, 0.1, 0.1)
+    other = distribution_matching_loss(torch.randn(3, 4), t, Q, 0.1, 0.1)
+    assert same < other  # H(p, q) >= H(p, p), with equality iff q == p
+
+
+def test_queue_starts_as_unit_vectors_and_is_newest_first_fifo():
+    queue = EmbeddingQueue(5, 3, generator=torch.Generator().manual_seed(0))
+    np.testing.assert_allclose(queue.embeddings.norm(dim=1).numpy(), 1.0, rtol=1e-6)
+    old = queue.embeddings.clone()
+    first = torch.arange(6.0).reshape(2, 3)
+    queue.push(first)
+    torch.testing.assert_close(queue.embeddings, torch.cat([first, old[:3]]))
+    second = torch.arange(6.0, 15.0).reshape(3, 3)
+    queue.push(second)
+    # newest batch on top, then the previous batch, then the oldest survivors
+    torch.testing.assert_close(queue.embeddings, torch.cat([second, first]))
+    # a batch larger than the queue keeps its first rows
+    third = torch.arange(18.0).reshape(6, 3)
+    queue.push(third)
+    torch.testing.assert_close(queue.embeddings, third[:5])
+
+
+def test_queue_push_does_not_track_gradients():
+    queue = EmbeddingQueue(4, 2)
+    queue.push(torch.ones(1, 2, requires_grad=True) * 2)
+    assert not queue.embeddings.requires_grad
+
+
+@settings(max_examples=20, deadline=None)
+@given(decay=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_ema_update_matches_formula(decay, seed):
+    torch.manual_seed(seed)
+    student, teacher = nn.Linear(3, 2), nn.Linear(3, 2)
+    expected = [decay * pt.detach() + (1 - decay) * ps.detach()
+                for pt, ps in zip(teacher.parameters(), student.parameters())]
+    ema_update_(teacher.parameters(), student.parameters(), decay)
+    for got, want in zip(teacher.parameters(), expected):
+        torch.testing.assert_close(got.detach(), want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(p=st.floats(0.05, 0.95), seed=st.integers(0, 2**31 - 1))
+def test_corruption_rate_is_p(p, seed):
+    x = torch.randn(400, 50)
+    _, mask = vime_corruption(x, p, torch.Generator().manual_seed(seed))
+    n = mask.numel()
+    # 5 standard deviations of a Binomial(n, p) proportion
+    assert abs(mask.float().mean().item() - p) < 5 * np.sqrt(p * (1 - p) / n)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    d=st.integers(1, 8),
+    p=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_corruption_replaces_masked_entries_from_the_same_column(n, d, p, seed):
+    x = torch.randn(n, d, dtype=torch.float64)
+    original = x.clone()
+    x_tilde, mask = vime_corruption(x, p, torch.Generator().manual_seed(seed))
+    torch.testing.assert_close(x, original)  # input untouched
+    torch.testing.assert_close(x_tilde[~mask], x[~mask])  # kept entries unchanged
+    for j in range(d):
+        column = set(x[:, j].tolist())
+        assert set(x_tilde[mask[:, j], j].tolist()) <= column
+
+
+def test_corruption_extremes_and_determinism():
+    x = torch.randn(64, 5)
+    same, mask = vime_corruption(x, 0.0, torch.Generator().manual_seed(0))
+    assert not mask.any() and torch.equal(same, x)
+    shuffled, mask = vime_corruption(x, 1.0, torch.Generator().manual_seed(0))
+    assert mask.all()
+    # p = 1 replaces every column by a permutation of itself
+    torch.testing.assert_close(shuffled.sort(dim=0).values, x.sort(dim=0).values)
+    again, _ = vime_corruption(x, 1.0, torch.Generator().manual_seed(0))
+    assert torch.equal(shuffled, again)
