@@ -122,6 +122,40 @@ def estimator(params, epochs):
     )
 
 
+def cpu_snapshot():
+    """(machine busy CPU-seconds from /proc/stat, this process's CPU-seconds); None off Linux."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # without guest time
+    own = os.times()
+    return busy, own.user + own.system
+
+
+def others_cpu_share(before, after, seconds):
+    """Share of the machine's cores that other processes kept busy during a run."""
+    if before is None or after is None or seconds <= 0:
+        return None
+    others = (after[0] - before[0]) - (after[1] - before[1])
+    return max(0.0, others) / (seconds * (os.cpu_count() or 1))
+
+
+def wait_until_quiet(threshold, max_wait, window=0.5):
+    """Sleep until other processes use less than ``threshold`` of the cores
+    (measured over ``window`` seconds), at most ``max_wait`` seconds; returns seconds waited."""
+    waited = 0.0
+    while waited < max_wait:
+        before = cpu_snapshot()
+        time.sleep(window)
+        waited += window
+        share = others_cpu_share(before, cpu_snapshot(), window)
+        if share is None or share < threshold:
+            break
+    return waited
+
+
 def synchronize(device):
     if str(device).startswith("cuda"):
         torch.cuda.synchronize(device)
@@ -215,6 +249,7 @@ def matmul_peak(device, min_seconds=1.0):
     for _ in range(3):
         torch.mm(a, b)
     synchronize(device)
+    before = cpu_snapshot()
     calls, start = 0, time.perf_counter()
     while True:
         for _ in range(4 if str(device).startswith("cuda") else 1):
@@ -224,7 +259,13 @@ def matmul_peak(device, min_seconds=1.0):
         seconds = time.perf_counter() - start
         if seconds >= min_seconds:
             break
-    return {"size": size, "calls": calls, "seconds": seconds, "gflops": 2 * size**3 * calls / seconds / 1e9}
+    return {
+        "size": size,
+        "calls": calls,
+        "seconds": seconds,
+        "gflops": 2 * size**3 * calls / seconds / 1e9,
+        "others_cpu_share": others_cpu_share(before, cpu_snapshot(), seconds),
+    }
 
 
 # ----------------------------------------------------------------------------- report
@@ -258,7 +299,13 @@ def markdown(result):
     r = result
     lib, bare = r["library"], r["bare"]
     peak = r["peak"]["gflops"]
-    fmt_runs = lambda runs: ", ".join(f"{run['samples_per_s']:,.0f}" for run in runs)  # noqa: E731
+    def fmt_runs(runs):
+        return ", ".join(
+            f"{run['samples_per_s']:,.0f}"
+            + ("" if run["others_cpu_share"] is None else f" [{100 * run['others_cpu_share']:.0f}%]")
+            for run in runs
+        )
+
     lines = [
         "# Q-Match pretext-training throughput: library vs bare torch loop",
         "",
@@ -283,7 +330,7 @@ def markdown(result):
         lines.append(f"- Note: {r['note']}")
     lines += [
         "",
-        "| loop | samples/s (median) | runs, samples/s | s per run (median) | GFLOP/s | % of mm peak |",
+        "| loop | samples/s (median) | runs: samples/s [others' CPU] | s per run (median) | GFLOP/s | % of mm peak |",
         "|---|---:|---|---:|---:|---:|",
     ]
     for name, entry in (("library: `QMatchEncoder.fit`", lib), ("bare torch loop", bare)):
@@ -297,13 +344,18 @@ def markdown(result):
         f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios: "
         + ", ".join(f"{x:.3f}" for x in r["pair_ratios"]),
         "",
+        clean_line(r),
         f"- FLOPs per training sample: {r['flops']['per_sample'] / 1e6:.3f} M "
         + "("
         + "; ".join(f"{k} {v / 1e6:.3f} M" for k, v in r["flops"]["parts"].items())
         + ")",
         f"- Matmul peak: {peak:.1f} GFLOP/s (float32 `torch.mm` {r['peak']['size']}x{r['peak']['size']}, "
         f"best of before/after the runs: "
-        + " / ".join(f"{p['gflops']:.1f}" for p in r["peak"]["measurements"])
+        + " / ".join(
+            f"{p['gflops']:.1f}"
+            + ("" if p["others_cpu_share"] is None else f" [others' CPU {100 * p['others_cpu_share']:.0f}%]")
+            for p in r["peak"]["measurements"]
+        )
         + ")",
         f"- Same computation check: max |library - bare| per-epoch train loss over the timed runs = "
         f"{r['loss_check']['max_abs_diff']:.3g} (library epoch losses {r['loss_check']['library']}, "
@@ -311,11 +363,24 @@ def markdown(result):
         "- The FLOP count follows the 3x/1x convention; it slightly overstates the work (the first "
         "layer needs no input gradient, the student loss matmul's backward needs only the gradient "
         "with respect to the student, not the detached queue).",
-        "- Timings come from a machine that may be shared with other jobs (see the load average); "
-        "the alternating order spreads such noise over both loops.",
+        "- Timings come from a machine that may be shared with other jobs. [others' CPU] is the share "
+        "of all cores that other processes kept busy during that run (from /proc/stat minus this "
+        "process's CPU time); the alternating order spreads such noise over both loops.",
         "",
     ]
     return "\n".join(lines)
+
+
+def clean_line(r):
+    threshold = f"{100 * r['quiet_threshold']:.0f}%"
+    clean = r["clean_pairs"]
+    if clean is None:
+        return f"- No pair ran with other processes below {threshold} of the cores."
+    return (
+        f"- Over the {len(clean['pairs'])} of {len(r['pair_ratios'])} pairs where other processes used "
+        f"< {threshold} of the cores during both runs: library {clean['library_median_samples_per_s']:,.0f}, "
+        f"bare {clean['bare_median_samples_per_s']:,.0f} samples/s (medians), ratio {clean['ratio']:.3f}."
+    )
 
 
 def summarise(runs):
@@ -331,7 +396,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="rows of data (default 113400)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per timed run (default 2)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each loop (default 3)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each loop (default 5)")
     parser.add_argument("--device", default="cpu", help='"cpu" (default), "cuda", "cuda:1", ...')
     parser.add_argument("--architecture", choices=("mlp", "imix"), default="mlp")
     parser.add_argument(
@@ -342,6 +407,19 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=None, help="default: the estimator's (512)")
     parser.add_argument("--out", default=str(REPO_ROOT / "benchmarks" / "results"), help="results folder")
     parser.add_argument("--note", default="", help="free text added to the report header")
+    parser.add_argument(
+        "--quiet-threshold",
+        type=float,
+        default=0.10,
+        help="a run counts as contended when other processes use this share of the cores (default 0.10)",
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=20.0,
+        help="before each timed run, wait up to this many seconds for other processes to go below "
+        "--quiet-threshold (default 20; 0 never waits)",
+    )
     return parser.parse_args(argv)
 
 
@@ -366,6 +444,10 @@ def main(argv=None):
     print(f"data: {source}", file=sys.stderr)
     per_sample, parts, network_flops, loss_matmul_flops, n_params = flops_per_sample(params, X.shape[1])
 
+    def quiet():
+        return wait_until_quiet(args.quiet_threshold, args.max_wait)
+
+    quiet()
     peaks = [matmul_peak(device)]
     print(f"matmul peak: {peaks[0]['gflops']:.1f} GFLOP/s", file=sys.stderr)
 
@@ -373,31 +455,56 @@ def main(argv=None):
     run_library(X[:warmup_rows], params, 1)
     run_bare(X[:warmup_rows], params, 1)
 
-    library_runs, bare_runs, pair_ratios = [], [], []
+    library_runs, bare_runs, pair_ratios, clean_pairs = [], [], [], []
     loss_diffs, first_losses = [], None
     for repeat in range(args.repeats):
         pair = {}
         for name, runner, runs in (("library", run_library, library_runs), ("bare", run_bare, bare_runs)):
+            waited = quiet()
+            before = cpu_snapshot()
             seconds, samples, losses = runner(X, params, args.epochs)
+            share = others_cpu_share(before, cpu_snapshot(), seconds)
             runs.append(
-                {"seconds": seconds, "samples": samples, "samples_per_s": samples / seconds, "epoch_losses": losses}
+                {
+                    "seconds": seconds,
+                    "samples": samples,
+                    "samples_per_s": samples / seconds,
+                    "epoch_losses": losses,
+                    "others_cpu_share": share,
+                    "waited_for_quiet_s": waited,
+                }
             )
             pair[name] = losses
             print(
                 f"repeat {repeat + 1}/{args.repeats} {name:7s}: {seconds:7.2f} s, "
-                f"{samples / seconds:9,.0f} samples/s, losses {[round(x, 5) for x in losses]}",
+                f"{samples / seconds:9,.0f} samples/s, losses {[round(x, 5) for x in losses]}, "
+                f"others' CPU {'n/a' if share is None else f'{100 * share:.0f}%'}, waited {waited:.1f} s",
                 file=sys.stderr,
             )
         pair_ratios.append(library_runs[-1]["samples_per_s"] / bare_runs[-1]["samples_per_s"])
+        shares = (library_runs[-1]["others_cpu_share"], bare_runs[-1]["others_cpu_share"])
+        if all(x is not None and x < args.quiet_threshold for x in shares):
+            clean_pairs.append(repeat)
         loss_diffs.append(max(abs(a - b) for a, b in zip(pair["library"], pair["bare"], strict=True)))
         first_losses = first_losses or pair
 
+    quiet()
     peaks.append(matmul_peak(device))
     peak = max(peaks, key=lambda p: p["gflops"])
     library, bare = summarise(library_runs), summarise(bare_runs)
     for entry in (library, bare):
         entry["gflops"] = per_sample * entry["median_samples_per_s"] / 1e9
         entry["percent_of_peak"] = 100 * entry["gflops"] / peak["gflops"]
+    clean = None
+    if clean_pairs:
+        lib_clean = statistics.median(library_runs[i]["samples_per_s"] for i in clean_pairs)
+        bare_clean = statistics.median(bare_runs[i]["samples_per_s"] for i in clean_pairs)
+        clean = {
+            "pairs": clean_pairs,
+            "library_median_samples_per_s": lib_clean,
+            "bare_median_samples_per_s": bare_clean,
+            "ratio": lib_clean / bare_clean,
+        }
 
     import skorch
 
@@ -444,6 +551,8 @@ def main(argv=None):
         "bare": bare,
         "ratio": library["median_samples_per_s"] / bare["median_samples_per_s"],
         "pair_ratios": pair_ratios,
+        "quiet_threshold": args.quiet_threshold,
+        "clean_pairs": clean,
         "loss_check": {
             "max_abs_diff": max(loss_diffs),
             "library": [round(x, 6) for x in first_losses["library"]],

@@ -1,0 +1,114 @@
+"""QMatchClassifier: semi-supervised fit, both protocols, labels, reuse across folds."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import is_classifier
+from sklearn.datasets import make_classification
+from sklearn.ensemble import StackingClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+
+from .conftest import tiny_encoder_params
+
+
+def _classifier(**params):
+    return QMatchClassifier(
+        QMatchEncoder(**tiny_encoder_params()), lr=1e-2, max_epochs=40, random_state=0,
+        device="cpu", **params
+    )
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=400, n_features=10, n_informative=6, n_classes=3, random_state=0
+    )
+    return X, y
+
+
+def test_unlabeled_rows_feed_pretraining_only(data):
+    X, y = data
+    y_semi = np.where(np.arange(len(y)) % 4 == 0, y, -1)
+    clf = _classifier().fit(X, y_semi)
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+    assert clf.encoder_.n_features_in_ == 10
+    assert clf.score(X, y) > 0.6
+    proba = clf.predict_proba(X)
+    assert proba.shape == (400, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    assert clf.decision_function(X).shape == (400, 3)
+    assert {"train_loss", "valid_loss", "valid_acc"} <= set(clf.history_[-1])
+
+
+def test_string_labels_and_binary_decision_function(data):
+    X, y = data
+    keep = y < 2
+    names = np.array(["cat", "dog"])[y[keep]].astype(object)
+    names[::3] = -1
+    clf = _classifier().fit(X[keep], names)
+    np.testing.assert_array_equal(clf.classes_, ["cat", "dog"])
+    assert set(clf.predict(X[:10])) <= {"cat", "dog"}
+    scores = clf.decision_function(X[:10])
+    assert scores.shape == (10,)
+    np.testing.assert_array_equal(clf.predict(X[:10]) == "dog", scores > 0)
+
+
+def test_frozen_encoder_trains_only_the_head(data):
+    X, y = data
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    before = {k: v.clone() for k, v in encoder.network_.state_dict().items()}
+    clf = _classifier(freeze_encoder=True).set_params(encoder=FrozenEstimator(encoder)).fit(X, y)
+    after = clf.network_[0].state_dict()
+    for key, value in before.items():
+        torch.testing.assert_close(after[key], value)
+        torch.testing.assert_close(encoder.network_.state_dict()[key], value)
+    np.testing.assert_allclose(
+        clf.network_[0](torch.tensor(X[:5], dtype=torch.float32)).numpy(),
+        encoder.transform(X[:5]),
+        rtol=1e-5, atol=1e-6,
+    )
+
+
+def test_fine_tuning_changes_a_copy_of_the_encoder(data):
+    X, y = data
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    reference = encoder.transform(X)
+    clf = _classifier().set_params(encoder=FrozenEstimator(encoder)).fit(X, y)
+    np.testing.assert_array_equal(encoder.transform(X), reference)  # the fitted encoder is intact
+    tuned = clf.network_[0](torch.tensor(X, dtype=torch.float32)).numpy()
+    assert not np.allclose(tuned, reference)
+
+
+def test_an_encoder_fitted_once_is_reused_across_folds(data):
+    X, y = data
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    fitted_weights = encoder.network_[1].weight.clone()
+    clf = _classifier(freeze_encoder=True).set_params(encoder=FrozenEstimator(encoder))
+    scores = cross_val_score(clf, X, y, cv=3)
+    assert scores.mean() > 0.5
+    torch.testing.assert_close(encoder.network_[1].weight, fitted_weights)
+
+
+def test_is_a_classifier_for_meta_estimators(data):
+    X, y = data
+    keep = y < 2
+    assert is_classifier(QMatchClassifier())
+    auc = cross_val_score(_classifier(), X[keep], y[keep], cv=2, scoring="roc_auc")
+    assert auc.mean() > 0.6
+    stack = StackingClassifier([("qm", _classifier())], LogisticRegression(), cv=2)
+    assert stack.fit(X, y).score(X, y) > 0.5
+
+
+def test_errors_name_the_problem(data):
+    X, y = data
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        _classifier().fit(X, np.zeros(len(y), dtype=int))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        _classifier().fit(X, np.full(len(y), -1))
+    with pytest.raises(ValueError, match="features"):
+        encoder = QMatchEncoder(**tiny_encoder_params()).fit(X[:, :5])
+        _classifier().set_params(encoder=FrozenEstimator(encoder)).fit(X, y)
