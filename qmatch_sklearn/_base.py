@@ -13,14 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._device import resolve_device
-from ._engine import (
-    PretextNet,
-    batched_forward,
-    fit_summary,
-    to_dataset,
-    training_callbacks,
-    validation_split,
-)
+from ._engine import PretextNet, batched_forward, keep_trained, train_net
 from ._networks import Encoder, default_hidden_sizes, isolated_global_rng, lecun_normal_
 from ._version import __version__
 
@@ -80,6 +73,20 @@ def check_two_samples(estimator, n_samples):
         )
 
 
+#: Parameters of the training loop, shared by every estimator that trains a network.
+TRAINING_CONSTRAINTS = {
+    "lr": [Interval(Real, 0, None, closed="neither")],
+    "weight_decay": [Interval(Real, 0, None, closed="left")],
+    "batch_size": [Interval(Integral, 2, None, closed="left")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "patience": [Interval(Integral, 1, None, closed="left")],
+    "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
+    "device": [str],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
 class TorchPickleMixin:
     """Pickles that load on any machine and say which version wrote them.
 
@@ -135,15 +142,7 @@ class BasePretextEncoder(
         "hidden_sizes": [None, "array-like"],
         "architecture": [StrOptions({"mlp", "imix"})],
         "embedding_dim": [Interval(Integral, 1, None, closed="left")],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 2, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "patience": [Interval(Integral, 1, None, closed="left")],
-        "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **TRAINING_CONSTRAINTS,
     }
     _torch_attributes = ("network_",)
 
@@ -188,35 +187,20 @@ class BasePretextEncoder(
 
         with isolated_global_rng():
             module, criterion = self._build_pretext(X.shape[1], torch.Generator().manual_seed(init_seed))
-        net = PretextNet(
+        net = train_net(
+            PretextNet,
+            self,
             module,
-            criterion=criterion,
-            optimizer=torch.optim.AdamW,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            batch_size=self.batch_size,
-            max_epochs=self.max_epochs,
-            train_split=validation_split(None if valid is None else to_dataset(X[valid], None, device)),
-            callbacks=training_callbacks(
-                monitor="valid_loss",
-                lower_is_better=True,
-                patience=self.patience,
-                has_validation=valid is not None,
-                verbose=self.verbose,
-                desc=f"{type(self).__name__} pretraining",
-            ),
+            criterion,
+            (X[train], None),
+            None if valid is None else (X[valid], None),
             device=device,
-            verbose=int(self.verbose >= 2),
-            generator=torch.Generator(device).manual_seed(data_seed),
+            seed=data_seed,
+            monitor="valid_loss",
+            lower_is_better=True,
             valid_seed=valid_seed,
         )
-        net.fit(to_dataset(X[train], None, device))
-
-        self.network_ = module.encoder.eval().requires_grad_(False)
-        for param in self.network_.parameters():
-            param.grad = None
-        self.history_, self.n_epochs_, self.best_epoch_ = fit_summary(net)
-        self.device_ = device
+        keep_trained(self, module.encoder, net, device)
         self._n_features_out = self.embedding_dim
         return self
 

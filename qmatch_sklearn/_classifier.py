@@ -2,21 +2,26 @@
 
 import copy
 import numbers
-from numbers import Integral, Real
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import TorchPickleMixin, check_features, check_two_samples, draw_seeds, split_rows
+from ._base import (
+    TRAINING_CONSTRAINTS,
+    TorchPickleMixin,
+    check_features,
+    check_two_samples,
+    draw_seeds,
+    split_rows,
+)
 from ._device import resolve_device
-from ._engine import FineTuneNet, batched_forward, fit_summary, to_dataset, training_callbacks
-from ._engine import validation_split
+from ._engine import FineTuneNet, batched_forward, keep_trained, train_net
 from ._networks import isolated_global_rng, lecun_normal_
 from .methods import QMatchEncoder
 
@@ -120,15 +125,7 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "encoder": [None, HasMethods(["fit", "transform"])],
         "freeze_encoder": ["boolean"],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 2, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "patience": [Interval(Integral, 1, None, closed="left")],
-        "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **TRAINING_CONSTRAINTS,
     }
     _torch_attributes = ("network_",)
 
@@ -226,39 +223,22 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
             split_seed,
             stratify=_stratify_or_none(targets, self.validation_fraction),
         )
-        net = FineTuneNet(
+        net = train_net(
+            FineTuneNet,
+            self,
             module,
-            criterion=torch.nn.CrossEntropyLoss,
-            optimizer=torch.optim.AdamW,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            batch_size=self.batch_size,
-            max_epochs=self.max_epochs,
-            classes=np.arange(len(classes)),
-            train_split=validation_split(
-                None if valid is None else to_dataset(inputs[valid], targets[valid], device)
-            ),
-            callbacks=training_callbacks(
-                monitor="valid_acc",
-                lower_is_better=False,
-                patience=self.patience,
-                has_validation=valid is not None,
-                verbose=self.verbose,
-                desc=f"{type(self).__name__} {'linear head' if self.freeze_encoder else 'fine-tuning'}",
-            ),
+            torch.nn.CrossEntropyLoss,
+            (inputs[train], targets[train]),
+            None if valid is None else (inputs[valid], targets[valid]),
             device=device,
-            verbose=int(self.verbose >= 2),
-            generator=torch.Generator(device).manual_seed(data_seed),
+            seed=data_seed,
+            monitor="valid_acc",
+            lower_is_better=False,
+            classes=np.arange(len(classes)),
         )
-        net.fit(to_dataset(inputs[train], targets[train], device), None)
-
         network = torch.nn.Sequential(encoder_network, head) if self.freeze_encoder else module
-        self.network_ = network.eval().requires_grad_(False)
-        for param in self.network_.parameters():
-            param.grad = None
-        self.history_, self.n_epochs_, self.best_epoch_ = fit_summary(net)
+        keep_trained(self, network, net, device)
         self.classes_ = label_encoder.classes_
-        self.device_ = device
         return self
 
     def decision_function(self, X):

@@ -168,7 +168,7 @@ class EpochProgressBar(Callback):
         return state
 
 
-def training_callbacks(*, monitor, lower_is_better, patience, has_validation, verbose, desc):
+def _training_callbacks(*, monitor, lower_is_better, patience, has_validation, verbose, desc):
     """Early stopping (best weights restored) when there is a validation split,
     and a progress bar when ``verbose``."""
     callbacks = []
@@ -190,11 +190,6 @@ def training_callbacks(*, monitor, lower_is_better, patience, has_validation, ve
     if verbose:
         callbacks.append(("progress", EpochProgressBar(desc)))
     return callbacks
-
-
-def validation_split(dataset_valid):
-    """skorch ``train_split`` for a fixed validation set, or None."""
-    return None if dataset_valid is None else predefined_split(dataset_valid)
 
 
 def as_tensor(X, device):
@@ -219,9 +214,49 @@ def batched_forward(module, X, device, out_dim):
     return out
 
 
-def fit_summary(net):
-    """(history, n_epochs, best_epoch) of a fitted skorch net."""
-    history = net.history
+def train_net(net_class, estimator, module, criterion, train, valid, *, device, seed, monitor,
+              lower_is_better, **net_params):
+    """Fit a skorch net configured from the estimator's shared training parameters.
+
+    ``train`` and ``valid`` are ``(X, y)`` pairs (``y`` may be None); ``valid``
+    may be None, which disables early stopping. ``monitor`` names the history
+    column that early stopping watches.
+    """
+    has_validation = valid is not None
+    net = net_class(
+        module,
+        criterion=criterion,
+        optimizer=torch.optim.AdamW,
+        lr=estimator.lr,
+        weight_decay=estimator.weight_decay,
+        batch_size=estimator.batch_size,
+        max_epochs=estimator.max_epochs,
+        train_split=predefined_split(to_dataset(*valid, device)) if has_validation else None,
+        callbacks=_training_callbacks(
+            monitor=monitor,
+            lower_is_better=lower_is_better,
+            patience=estimator.patience,
+            has_validation=has_validation,
+            verbose=estimator.verbose,
+            desc=type(estimator).__name__,
+        ),
+        device=device,
+        verbose=int(estimator.verbose >= 2),
+        generator=torch.Generator(device).manual_seed(seed),
+        **net_params,
+    )
+    return net.fit(to_dataset(*train, device), None)
+
+
+def keep_trained(estimator, network, net, device):
+    """Store what a fitted estimator keeps: the network (eval mode, no
+    gradients), the skorch history, epoch counts and the device."""
+    network.eval().requires_grad_(False)
+    for param in network.parameters():
+        param.grad = None
     stopper = dict(net.callbacks_).get("early_stopping")
-    best_epoch = stopper.best_epoch_ if stopper is not None else len(history)
-    return history, len(history), int(best_epoch)
+    estimator.network_ = network
+    estimator.history_ = net.history
+    estimator.n_epochs_ = len(net.history)
+    estimator.best_epoch_ = int(stopper.best_epoch_) if stopper is not None else len(net.history)
+    estimator.device_ = device

@@ -104,9 +104,10 @@ class QMatchEncoder(BasePretextEncoder):
         Width of the representation z returned by ``transform``.
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss and queue.
-    queue_size : int, default=2048
-        Number K of past teacher embeddings in the queue (the paper recommends
-        at least 10^3; its search space is {512, 2048}).
+    queue_size : int, default=512
+        Number K of past teacher embeddings in the queue. The paper searches
+        {512, 2048}; 512 won 5 of its 8 tuned configurations and our default
+        study (``benchmarks/results/defaults.md``).
     student_temperature : float, default=0.1
         tau_s, the temperature of the student's distribution over the queue.
     teacher_temperature : float, default=0.04
@@ -195,7 +196,7 @@ class QMatchEncoder(BasePretextEncoder):
         architecture="mlp",
         embedding_dim=128,
         projection_sizes=(512, 128),
-        queue_size=2048,
+        queue_size=512,
         student_temperature=0.1,
         teacher_temperature=0.04,
         student_corruption=0.3,
