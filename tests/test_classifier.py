@@ -16,10 +16,8 @@ from .conftest import tiny_encoder_params
 
 
 def _classifier(**params):
-    return QMatchClassifier(
-        QMatchEncoder(**tiny_encoder_params()), lr=1e-2, max_epochs=40, random_state=0,
-        device="cpu", **params
-    )
+    params = {"lr": 1e-2, "max_epochs": 40, "random_state": 0, "device": "cpu", **params}
+    return QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), **params)
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +110,15 @@ def test_errors_name_the_problem(data):
     with pytest.raises(ValueError, match="features"):
         encoder = QMatchEncoder(**tiny_encoder_params()).fit(X[:, :5])
         _classifier().set_params(encoder=FrozenEstimator(encoder)).fit(X, y)
+
+
+@pytest.mark.parametrize("scoring, column, best", [("loss", "valid_loss", np.argmin),
+                                                   ("accuracy", "valid_acc", np.argmax)])
+def test_early_stopping_watches_the_chosen_score(data, scoring, column, best):
+    X, y = data
+    clf = _classifier(scoring=scoring, patience=3, max_epochs=200).fit(X, y)
+    values = clf.history_[:, column]
+    assert clf.n_epochs_ < 200
+    # strict improvement: the first epoch reaching the best value is kept
+    assert clf.best_epoch_ == int(best(values)) + 1
+    assert clf.n_epochs_ == clf.best_epoch_ + 3
