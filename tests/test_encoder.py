@@ -209,3 +209,19 @@ def test_version_mismatch_warns(fitted, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", InconsistentVersionWarning)
         pickle.loads(payload)
+
+
+def test_cuda_request_without_cuda_falls_back_to_cpu_with_a_warning(data, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        enc = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1)).fit(data[0])
+    assert enc.device_ == "cpu"
+    assert QMatchEncoder(**tiny_encoder_params(device="auto", max_epochs=1)).fit(data[0]).device_ == "cpu"
+
+
+def test_verbose_shows_a_progress_bar_over_epochs(data, capsys):
+    QMatchEncoder(**tiny_encoder_params(verbose=1)).fit(data[0])
+    err = capsys.readouterr().err
+    assert "QMatchEncoder" in err and "3/3" in err and "valid_loss" in err
+    QMatchEncoder(**tiny_encoder_params(verbose=0)).fit(data[0])
+    assert capsys.readouterr().err == ""
