@@ -86,8 +86,8 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         (lower is better) or the accuracy (the paper's protocol). With few
         labeled rows, accuracy moves in coarse steps and stops training too
         early: on digits with 5 labels per class and a frozen encoder, test
-        accuracy was 0.807 with "loss" and 0.375 with "accuracy" (mean of 3
-        draws; see ``docs/design.md``).
+        accuracy was 0.794 with "loss" and 0.378 with "accuracy" (mean of 3
+        draws; ``benchmarks/results/early_stopping.md``).
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     random_state : int, RandomState instance or None, default=None
