@@ -1,8 +1,34 @@
 """Self-supervised representation learning for tabular data, in scikit-learn."""
 
 from ._base import InconsistentVersionWarning
-from ._classifier import QMatchClassifier
+from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+from ._search_space import paper_param_grid
 from ._version import __version__
-from .methods import QMatchEncoder
+from .methods import (
+    METHODS,
+    DINOEncoder,
+    IMixEncoder,
+    QMatchEncoder,
+    SimCLREncoder,
+    SimSiamEncoder,
+    TabNetEncoder,
+    VICRegEncoder,
+    VIMEEncoder,
+)
 
-__all__ = ["InconsistentVersionWarning", "QMatchClassifier", "QMatchEncoder", "__version__"]
+__all__ = [
+    "METHODS",
+    "DINOEncoder",
+    "IMixEncoder",
+    "InconsistentVersionWarning",
+    "QMatchClassifier",
+    "QMatchEncoder",
+    "SimCLREncoder",
+    "SimSiamEncoder",
+    "SupervisedMLPClassifier",
+    "TabNetEncoder",
+    "VICRegEncoder",
+    "VIMEEncoder",
+    "__version__",
+    "paper_param_grid",
+]

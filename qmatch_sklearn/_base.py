@@ -1,5 +1,6 @@
 """scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform, pickling."""
 
+import inspect
 import io
 import warnings
 from numbers import Integral, Real
@@ -14,8 +15,68 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._device import resolve_device
 from ._engine import PretextNet, batched_forward, keep_trained, train_net
-from ._networks import Encoder, default_hidden_sizes, isolated_global_rng, lecun_normal_
+from ._networks import build_encoder, isolated_global_rng
 from ._version import __version__
+
+
+SHARED_PARAMETERS_DOC = """\
+    hidden_sizes : tuple of int, default=None
+        Hidden layer widths of the encoder. None means (512, 512) for
+        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
+        for ``"imix"``.
+    architecture : {"mlp", "imix"}, default="mlp"
+        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
+        the paper's i-Mix network (63M parameters at the default widths: a GPU
+        network).
+    embedding_dim : int, default=128
+        Width of the representation z returned by ``transform``.
+    lr : float, default=1e-3
+        AdamW learning rate of the pretext task.
+    weight_decay : float, default=0.0
+        AdamW weight decay on weight matrices (the paper pretrains without).
+    batch_size : int, default=512
+        Rows per optimisation step.
+    max_epochs : int, default=100
+        Upper bound on pretraining epochs.
+    patience : int, default=32
+        Stop after this many epochs without a lower pretext-validation loss;
+        the weights of the best epoch are restored.
+    validation_fraction : float or None, default=0.1
+        Share of the rows held out for that validation loss. None trains for
+        ``max_epochs`` and keeps the last weights.
+    device : str, default="auto"
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling, corruption and the validation
+        split (and the queue, where there is one) through local generators;
+        global random states are never touched. Same seed, same embeddings on
+        the CPU.
+    verbose : int, default=0
+        1 shows a progress bar over epochs; 2 also prints a table per epoch."""
+
+SHARED_ATTRIBUTES_DOC = """\
+    network_ : torch.nn.Module
+        The pretrained encoder (at the best validation epoch).
+    history_ : skorch.History
+        One entry per epoch with ``train_loss`` and ``valid_loss``.
+    n_epochs_ : int
+        Epochs run.
+    best_epoch_ : int
+        Epoch whose weights were kept (1-based).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names."""
+
+
+def shared_docstring(cls):
+    """Fill ``{shared_parameters}`` and ``{shared_attributes}`` in a class docstring."""
+    cls.__doc__ = cls.__doc__.format(
+        shared_parameters=SHARED_PARAMETERS_DOC, shared_attributes=SHARED_ATTRIBUTES_DOC
+    )
+    return cls
 
 
 class InconsistentVersionWarning(UserWarning):
@@ -73,6 +134,13 @@ def check_two_samples(estimator, n_samples):
         )
 
 
+#: Parameters of the encoder network.
+NETWORK_CONSTRAINTS = {
+    "hidden_sizes": [None, "array-like"],
+    "architecture": [StrOptions({"mlp", "imix"})],
+    "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+}
+
 #: Parameters of the training loop, shared by every estimator that trains a network.
 TRAINING_CONSTRAINTS = {
     "lr": [Interval(Real, 0, None, closed="neither")],
@@ -127,39 +195,71 @@ class TorchPickleMixin:
         super().__setstate__(state)
 
 
+#: The parameters every encoder shares, with their defaults (signature order).
+SHARED_DEFAULTS = {
+    "hidden_sizes": None,
+    "architecture": "mlp",
+    "embedding_dim": 128,
+    "lr": 1e-3,
+    "weight_decay": 0.0,
+    "batch_size": 512,
+    "max_epochs": 100,
+    "patience": 32,
+    "validation_fraction": 0.1,
+    "device": "auto",
+    "random_state": None,
+    "verbose": 0,
+}
+
+
+def _keyword_only_init(defaults):
+    """An ``__init__`` that stores its keyword arguments and nothing else.
+
+    Its signature lists ``defaults`` explicitly (keyword-only), which is what
+    scikit-learn's ``get_params``, ``clone`` and ``repr`` read.
+    """
+
+    def __init__(self, **params):
+        unknown = set(params) - set(defaults)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected parameters {sorted(unknown)}")
+        for name, default in defaults.items():
+            setattr(self, name, params.get(name, default))
+
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    __init__.__signature__ = inspect.Signature(
+        [self_parameter]
+        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in defaults.items()]
+    )
+    return __init__
+
+
 class BasePretextEncoder(
     TorchPickleMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
     """Base class of the self-supervised encoders (not for direct use).
 
-    A method subclasses it with an ``__init__`` that lists the shared
-    parameters plus its own, and ``_build_pretext(n_features, generator)``
-    returning ``(PretextModule, loss module)``. Everything else (validation,
-    seeding, the training engine, transform, pickling) lives here.
+    A method subclasses it with ``_method_defaults`` (its own parameters and
+    their defaults; the constructor is generated from them plus
+    ``SHARED_DEFAULTS``), ``_parameter_constraints`` for its own parameters,
+    and ``_build_pretext(n_features, generator)`` returning
+    ``(PretextModule, loss module)``. Everything else (validation, seeding,
+    the training engine, transform, pickling) lives here.
     """
 
-    _parameter_constraints = {
-        "hidden_sizes": [None, "array-like"],
-        "architecture": [StrOptions({"mlp", "imix"})],
-        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
-        **TRAINING_CONSTRAINTS,
-    }
+    _method_defaults = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__init__ = _keyword_only_init({**cls._method_defaults, **SHARED_DEFAULTS})
+
+    _parameter_constraints = {**NETWORK_CONSTRAINTS, **TRAINING_CONSTRAINTS}
     _torch_attributes = ("network_",)
 
-    def _hidden_sizes(self):
-        sizes = default_hidden_sizes(self.architecture) if self.hidden_sizes is None else self.hidden_sizes
-        sizes = tuple(int(width) for width in sizes)
-        if not sizes or min(sizes) < 1:
-            raise ValueError(f"hidden_sizes must be positive integers, got {self.hidden_sizes!r}.")
-        if self.architecture == "imix" and sizes[-1] % 4:
-            raise ValueError(
-                f"architecture='imix' needs a last hidden size divisible by 4 (maxout), got {sizes[-1]}."
-            )
-        return sizes
-
     def _build_encoder(self, n_features, generator):
-        encoder = Encoder(n_features, self._hidden_sizes(), self.embedding_dim, self.architecture)
-        return lecun_normal_(encoder, generator)
+        return build_encoder(
+            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
+        )
 
     def _build_pretext(self, n_features, generator):  # pragma: no cover - abstract
         raise NotImplementedError

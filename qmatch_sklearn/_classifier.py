@@ -1,4 +1,9 @@
-"""QMatchClassifier: pretrain an encoder on all rows, then fit a head on the labeled ones."""
+"""Classifiers: an encoder network plus a linear head, trained on the labeled rows.
+
+``QMatchClassifier`` starts from a self-supervised encoder (pretrained on all
+rows); ``SupervisedMLPClassifier`` starts from random weights (the paper's
+supervised baseline). Both share the supervised stage in ``BaseHeadClassifier``.
+"""
 
 import copy
 import numbers
@@ -13,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
+    NETWORK_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     TorchPickleMixin,
     check_features,
@@ -22,7 +28,7 @@ from ._base import (
 )
 from ._device import resolve_device
 from ._engine import FineTuneNet, batched_forward, keep_trained, train_net
-from ._networks import isolated_global_rng, lecun_normal_
+from ._networks import build_encoder, isolated_global_rng, lecun_normal_
 from .methods import QMatchEncoder
 
 UNLABELED = -1
@@ -48,25 +54,123 @@ def _stratify_or_none(y, validation_fraction):
     return None
 
 
-class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
-    """Classifier on a self-supervised encoder: pretrain, then fine-tune or probe.
+class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
+    """Shared supervised stage (not for direct use).
 
-    ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
-    label is -1 are unlabeled and serve pretraining only. A linear head is
-    then trained on the labeled rows, together with the encoder
-    (fine-tuning) or on its frozen embeddings (``freeze_encoder=True``, the
-    paper's linear evaluation), with AdamW and early stopping on a held-out
-    share of the labeled rows.
+    Subclasses provide ``_encoder_network(X, seed)`` returning the encoder
+    network to start from and its output width, and ``_frozen()`` telling
+    whether only the head trains.
+    """
 
-    Parameters
-    ----------
-    encoder : estimator, default=None
-        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
-        a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
-        reuse it across fits and CV folds. None means ``QMatchEncoder`` with
-        this classifier's ``device``, ``random_state`` and ``verbose``.
-    freeze_encoder : bool, default=False
-        Train only the linear head on the encoder's embeddings.
+    _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
+    _torch_attributes = ("network_",)
+
+    def _frozen(self):
+        return False
+
+    def fit(self, X, y):
+        """Fit on ``X``; rows whose label is -1 are unlabeled.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; -1 marks an unlabeled row.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = check_features(self, X, y, reset=True)
+        check_two_samples(self, len(X))
+        labeled = labeled_mask(y)
+        X_labeled, y_labeled = X[labeled], y[labeled]
+        check_classification_targets(y_labeled)
+        classes = np.unique(y_labeled)
+        if len(classes) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs labeled samples of at least 2 classes; "
+                f"got {len(classes)} class among {len(y_labeled)} labeled rows."
+            )
+        device = resolve_device(self.device)
+        encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
+
+        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed)
+        encoder_network = encoder_network.to(device)
+        label_encoder = LabelEncoder().fit(y_labeled)
+        targets = label_encoder.transform(y_labeled).astype(np.int64)
+        with isolated_global_rng():
+            head = lecun_normal_(
+                torch.nn.Linear(embedding_dim, len(classes)),
+                torch.Generator().manual_seed(head_seed),
+            )
+        if self._frozen():
+            # A frozen encoder is a fixed feature map: embed once, train the head.
+            inputs = batched_forward(encoder_network, X_labeled, device, embedding_dim)
+            module = head
+        else:
+            encoder_network.requires_grad_(True)
+            inputs, module = X_labeled, torch.nn.Sequential(encoder_network, head)
+
+        train, valid = split_rows(
+            len(targets),
+            self.validation_fraction,
+            split_seed,
+            stratify=_stratify_or_none(targets, self.validation_fraction),
+        )
+        net = train_net(
+            FineTuneNet,
+            self,
+            module,
+            torch.nn.CrossEntropyLoss,
+            (inputs[train], targets[train]),
+            None if valid is None else (inputs[valid], targets[valid]),
+            device=device,
+            seed=data_seed,
+            monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
+            lower_is_better=self.scoring == "loss",
+            classes=np.arange(len(classes)),
+        )
+        keep_trained(self, torch.nn.Sequential(encoder_network, head), net, device)
+        self.classes_ = label_encoder.classes_
+        return self
+
+    def _logits(self, X):
+        check_is_fitted(self)
+        X = check_features(self, X, reset=False)
+        return batched_forward(self.network_, X, self.device_, len(self.classes_))
+
+    def decision_function(self, X):
+        """Logits of the head; for two classes, the logit margin of ``classes_[1]``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+        """
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if len(self.classes_) == 2 else logits
+
+    def predict_proba(self, X):
+        """Class probabilities, softmax of the logits.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), float32
+        """
+        return torch.softmax(torch.from_numpy(self._logits(X)), dim=1).numpy()
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self._logits(X), axis=1)]
+
+
+_SUPERVISED_PARAMETERS_DOC = """\
     lr : float, default=1e-3
         AdamW learning rate of the supervised stage.
     weight_decay : float, default=0.1
@@ -91,14 +195,12 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     random_state : int, RandomState instance or None, default=None
-        Seeds the head, shuffling and the validation split (local generators).
+        Seeds the network's initialisation, shuffling and the validation split
+        (local generators).
     verbose : int, default=0
-        1 shows progress bars.
+        1 shows progress bars."""
 
-    Attributes
-    ----------
-    encoder_ : estimator
-        The fitted encoder (before fine-tuning).
+_CLASSIFIER_ATTRIBUTES_DOC = """\
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)
@@ -110,11 +212,48 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
     device_ : str
         Device the network lives on.
     n_features_in_, feature_names_in_
-        As in every scikit-learn estimator.
+        As in every scikit-learn estimator."""
+
+
+def _classifier_docstring(cls):
+    cls.__doc__ = cls.__doc__.format(
+        supervised_parameters=_SUPERVISED_PARAMETERS_DOC, attributes=_CLASSIFIER_ATTRIBUTES_DOC
+    )
+    return cls
+
+
+@_classifier_docstring
+class QMatchClassifier(BaseHeadClassifier):
+    """Classifier on a self-supervised encoder: pretrain, then fine-tune or probe.
+
+    ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
+    label is -1 are unlabeled and serve pretraining only. A linear head is
+    then trained on the labeled rows, together with the encoder
+    (fine-tuning) or on its frozen embeddings (``freeze_encoder=True``, the
+    paper's linear evaluation), with AdamW and early stopping on a held-out
+    share of the labeled rows.
+
+    Parameters
+    ----------
+    encoder : estimator, default=None
+        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
+        a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
+        reuse it across fits and CV folds. None means ``QMatchEncoder`` with
+        this classifier's ``device``, ``random_state`` and ``verbose``.
+    freeze_encoder : bool, default=False
+        Train only the linear head on the encoder's embeddings.
+{supervised_parameters}
+
+    Attributes
+    ----------
+    encoder_ : estimator
+        The fitted encoder (before fine-tuning).
+{attributes}
 
     See Also
     --------
     QMatchEncoder : the pretext trainer used by default.
+    SupervisedMLPClassifier : the same network trained from random weights.
 
     Examples
     --------
@@ -130,12 +269,10 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **BaseHeadClassifier._parameter_constraints,
         "encoder": [None, HasMethods(["fit", "transform"])],
         "freeze_encoder": ["boolean"],
-        **TRAINING_CONSTRAINTS,
-        "scoring": [StrOptions({"loss", "accuracy"})],
     }
-    _torch_attributes = ("network_",)
 
     def __init__(
         self,
@@ -166,11 +303,12 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _fit_encoder(self, X):
+    def _frozen(self):
+        return self.freeze_encoder
+
+    def _encoder_network(self, X, seed):
         if self.encoder is None:
-            encoder = QMatchEncoder(
-                device=self.device, random_state=self.random_state, verbose=self.verbose
-            )
+            encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
         else:
             encoder = clone(self.encoder)
         encoder.fit(X, None)
@@ -181,106 +319,84 @@ class QMatchClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
                 f"X has {X.shape[1]} features, but the encoder was fitted on "
                 f"{fitted.n_features_in_} features."
             )
-        return encoder, fitted
+        self.encoder_ = encoder
+        # fine-tuning trains a copy: the fitted encoder stays as it was
+        return copy.deepcopy(fitted.network_), fitted.embedding_dim
 
-    def fit(self, X, y):
-        """Pretrain the encoder on all rows, then train the head on labeled rows.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels; -1 marks an unlabeled row.
+@_classifier_docstring
+class SupervisedMLPClassifier(BaseHeadClassifier):
+    """The encoder network plus a linear head, trained from random weights on labels only.
 
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        X, y = check_features(self, X, y, reset=True)
-        check_two_samples(self, len(X))
-        labeled = labeled_mask(y)
-        X_labeled, y_labeled = X[labeled], y[labeled]
-        check_classification_targets(y_labeled)
-        classes = np.unique(y_labeled)
-        if len(classes) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs labeled samples of at least 2 classes; "
-                f"got {len(classes)} class among {len(y_labeled)} labeled rows."
-            )
-        device = resolve_device(self.device)
-        head_seed, data_seed, split_seed = draw_seeds(self.random_state, 3)
+    The paper's "supervised baseline": the same architecture and supervised
+    stage as :class:`QMatchClassifier`, without pretraining. Rows labeled -1
+    are ignored.
 
-        self.encoder_, fitted_encoder = self._fit_encoder(X)
-        label_encoder = LabelEncoder().fit(y_labeled)
-        targets = label_encoder.transform(y_labeled).astype(np.int64)
+    Parameters
+    ----------
+    hidden_sizes : tuple of int, default=None
+        Hidden widths of the encoder network; None means (512, 512) for
+        ``architecture="mlp"`` and the paper's widths for ``"imix"``.
+    architecture : {{"mlp", "imix"}}, default="mlp"
+        As in the encoders.
+    embedding_dim : int, default=128
+        Width of the layer the head reads.
+{supervised_parameters}
+
+    Attributes
+    ----------
+{attributes}
+
+    See Also
+    --------
+    QMatchClassifier : the same network, pretrained with a self-supervised encoder.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from qmatch_sklearn import SupervisedMLPClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> SupervisedMLPClassifier(max_epochs=5, random_state=0).fit(X, y).predict(X[:3]).shape
+    (3,)
+    """
+
+    _parameter_constraints = {**BaseHeadClassifier._parameter_constraints, **NETWORK_CONSTRAINTS}
+
+    def __init__(
+        self,
+        *,
+        hidden_sizes=None,
+        architecture="mlp",
+        embedding_dim=128,
+        lr=1e-3,
+        weight_decay=0.1,
+        batch_size=512,
+        max_epochs=500,
+        patience=32,
+        validation_fraction=0.1,
+        scoring="loss",
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_sizes = hidden_sizes
+        self.architecture = architecture
+        self.embedding_dim = embedding_dim
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.scoring = scoring
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _encoder_network(self, X, seed):
         with isolated_global_rng():
-            head = lecun_normal_(
-                torch.nn.Linear(fitted_encoder.embedding_dim, len(classes)),
-                torch.Generator().manual_seed(head_seed),
+            network = build_encoder(
+                X.shape[1], self.hidden_sizes, self.embedding_dim, self.architecture,
+                torch.Generator().manual_seed(seed),
             )
-        encoder_network = copy.deepcopy(fitted_encoder.network_)
-        if self.freeze_encoder:
-            # A frozen encoder is a fixed feature map: embed once, train the head.
-            inputs, module = fitted_encoder.transform(X_labeled), head
-        else:
-            encoder_network.requires_grad_(True)
-            inputs, module = X_labeled, torch.nn.Sequential(encoder_network, head)
-
-        train, valid = split_rows(
-            len(targets),
-            self.validation_fraction,
-            split_seed,
-            stratify=_stratify_or_none(targets, self.validation_fraction),
-        )
-        net = train_net(
-            FineTuneNet,
-            self,
-            module,
-            torch.nn.CrossEntropyLoss,
-            (inputs[train], targets[train]),
-            None if valid is None else (inputs[valid], targets[valid]),
-            device=device,
-            seed=data_seed,
-            monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
-            lower_is_better=self.scoring == "loss",
-            classes=np.arange(len(classes)),
-        )
-        network = torch.nn.Sequential(encoder_network, head) if self.freeze_encoder else module
-        keep_trained(self, network, net, device)
-        self.classes_ = label_encoder.classes_
-        return self
-
-    def decision_function(self, X):
-        """Logits of the head; for two classes, the logit margin of ``classes_[1]``.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-        """
-        check_is_fitted(self)
-        X = check_features(self, X, reset=False)
-        logits = batched_forward(self.network_, X, self.device_, len(self.classes_))
-        return logits[:, 1] - logits[:, 0] if len(self.classes_) == 2 else logits
-
-    def predict_proba(self, X):
-        """Class probabilities, softmax of the logits.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), float32
-        """
-        check_is_fitted(self)
-        X = check_features(self, X, reset=False)
-        logits = batched_forward(self.network_, X, self.device_, len(self.classes_))
-        return torch.softmax(torch.from_numpy(logits), dim=1).numpy()
-
-    def predict(self, X):
-        """Most probable class of each row.
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        return network, self.embedding_dim

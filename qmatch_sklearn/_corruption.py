@@ -31,3 +31,17 @@ def vime_corruption(x, p, generator=None):
     perm = torch.rand(n, d, device=x.device, generator=generator).argsort(dim=0)
     x_bar = torch.gather(x, 0, perm)
     return torch.where(mask, x_bar, x), mask
+
+
+def zero_corruption(x, p, generator=None):
+    """TabNet's masking: each entry is set to 0 with probability ``p``.
+
+    Returns ``(x_tilde, mask)`` like :func:`vime_corruption`.
+    """
+    if p == 0:
+        return x, torch.zeros_like(x, dtype=torch.bool)
+    mask = torch.rand(x.shape, device=x.device, generator=generator) < p
+    return x.masked_fill(mask, 0.0), mask
+
+
+CORRUPTIONS = {"vime": vime_corruption, "zero": zero_corruption}

@@ -29,7 +29,7 @@ class Maxout(nn.Module):
         return x.unflatten(-1, (-1, self.pieces)).amax(-1)
 
 
-def _hidden_block(n_in, n_out):
+def hidden_block(n_in, n_out):
     # No bias before batch norm: the norm's shift makes it redundant.
     return [nn.Linear(n_in, n_out, bias=False), nn.BatchNorm1d(n_out), nn.ReLU()]
 
@@ -44,7 +44,7 @@ class MLP(nn.Sequential):
     def __init__(self, n_in, sizes):
         layers = []
         for width in sizes[:-1]:
-            layers += _hidden_block(n_in, width)
+            layers += hidden_block(n_in, width)
             n_in = width
         layers.append(nn.Linear(n_in, sizes[-1]))
         super().__init__(*layers)
@@ -80,7 +80,7 @@ class Encoder(nn.Sequential):
         n_in = n_features
         blocks = hidden_sizes[:-1] if architecture == "imix" else hidden_sizes
         for width in blocks:
-            layers += _hidden_block(n_in, width)
+            layers += hidden_block(n_in, width)
             n_in = width
         if architecture == "imix":
             layers += [nn.Linear(n_in, hidden_sizes[-1]), Maxout(MAXOUT_PIECES)]
@@ -89,8 +89,20 @@ class Encoder(nn.Sequential):
         super().__init__(*layers)
 
 
-def default_hidden_sizes(architecture):
-    return IMIX_HIDDEN_SIZES if architecture == "imix" else MLP_HIDDEN_SIZES
+def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
+    """A LeCun-initialised :class:`Encoder`; ``hidden_sizes=None`` takes the
+    architecture's default widths. Raises ValueError on impossible widths."""
+    if hidden_sizes is None:
+        hidden_sizes = IMIX_HIDDEN_SIZES if architecture == "imix" else MLP_HIDDEN_SIZES
+    sizes = tuple(int(width) for width in hidden_sizes)
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"hidden_sizes must be positive integers, got {hidden_sizes!r}.")
+    if architecture == "imix" and sizes[-1] % MAXOUT_PIECES:
+        raise ValueError(
+            f"architecture='imix' needs a last hidden size divisible by {MAXOUT_PIECES} "
+            f"(maxout), got {sizes[-1]}."
+        )
+    return lecun_normal_(Encoder(n_features, sizes, embedding_dim, architecture), generator)
 
 
 def isolated_global_rng():

@@ -2,6 +2,8 @@
 
 from torch import nn
 
+from .._corruption import vime_corruption
+
 
 class PretextModule(nn.Module):
     """Base class of a method's network: the encoder plus its pretext parts.
@@ -27,3 +29,53 @@ class PretextModule(nn.Module):
 
     def after_step(self, outputs):
         """Hook for state updated outside the gradient step; nothing by default."""
+
+
+def two_views(x, p, generator):
+    """Two independent VIME corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
+
+    The reference code freezes the second view's mask for the whole run (a JAX
+    tracing artefact, reference_impl.md §9 G1); here both views are drawn
+    afresh at every step.
+    """
+    return vime_corruption(x, p, generator)[0], vime_corruption(x, p, generator)[0]
+
+
+class TwoViewModule(PretextModule):
+    """Encoder plus a head; returns the head's output for two corrupted views."""
+
+    def __init__(self, encoder, head, corruption):
+        super().__init__(encoder)
+        self.head = head
+        self.corruption = corruption
+
+    def forward(self, x, generator):
+        view_a, view_b = two_views(x, self.corruption, generator)
+        return self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
+
+
+class Criterion(nn.Module):
+    """A method's loss function with its hyper-parameters bound (the skorch criterion).
+
+    ``Criterion(loss, **hyperparameters)(*outputs)`` is
+    ``loss(*outputs, **hyperparameters)``, where ``outputs`` is what the
+    method's ``PretextModule.forward`` returned.
+    """
+
+    def __init__(self, loss, **hyperparameters):
+        super().__init__()
+        self.loss = loss
+        self.hyperparameters = hyperparameters
+
+    def forward(self, *outputs):
+        return self.loss(*outputs, **self.hyperparameters)
+
+
+def soft_cross_entropy(target_logits, logits):
+    """mean_i H(softmax(target_logits_i), softmax(logits_i)), targets under stop-gradient.
+
+    H(p, q) = -sum_k p_k log q_k: the distribution-matching term of Q-Match
+    and DINO (temperatures and centring are applied by the caller).
+    """
+    targets = target_logits.detach().softmax(dim=1)
+    return -(targets * logits.log_softmax(dim=1)).sum(dim=1).mean()

@@ -12,12 +12,12 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 from torch.nn import functional as F
 
-from .._base import BasePretextEncoder
+from .._base import BasePretextEncoder, shared_docstring
 from .._corruption import vime_corruption
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
 from .._queue import EmbeddingQueue
-from ._base import PretextModule
+from ._base import Criterion, PretextModule, soft_cross_entropy
 
 
 def distribution_matching_loss(student, teacher, queue, student_temperature, teacher_temperature):
@@ -29,25 +29,9 @@ def distribution_matching_loss(student, teacher, queue, student_temperature, tea
     Gradients flow through ``student`` only.
     """
     s = F.normalize(student, dim=1)
-    t = F.normalize(teacher, dim=1).detach()
+    t = F.normalize(teacher, dim=1)
     queue = queue.detach()
-    teacher_probs = F.softmax(t @ queue.T / teacher_temperature, dim=1)
-    student_log_probs = F.log_softmax(s @ queue.T / student_temperature, dim=1)
-    return -(teacher_probs * student_log_probs).sum(dim=1).mean()
-
-
-class DistributionMatchingLoss(nn.Module):
-    """:func:`distribution_matching_loss` with fixed temperatures (the skorch criterion)."""
-
-    def __init__(self, student_temperature=0.1, teacher_temperature=0.04):
-        super().__init__()
-        self.student_temperature = student_temperature
-        self.teacher_temperature = teacher_temperature
-
-    def forward(self, student, teacher, queue):
-        return distribution_matching_loss(
-            student, teacher, queue, self.student_temperature, self.teacher_temperature
-        )
+    return soft_cross_entropy(t @ queue.T / teacher_temperature, s @ queue.T / student_temperature)
 
 
 class QMatchModule(PretextModule):
@@ -83,6 +67,7 @@ class QMatchModule(PretextModule):
         self.queue.push(outputs[1])
 
 
+@shared_docstring
 class QMatchEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with Q-Match.
 
@@ -92,21 +77,11 @@ class QMatchEncoder(BasePretextEncoder):
 
     Parameters
     ----------
-    hidden_sizes : tuple of int, default=None
-        Hidden layer widths of the encoder. None means (512, 512) for
-        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
-    embedding_dim : int, default=128
-        Width of the representation z returned by ``transform``.
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss and queue.
     queue_size : int, default=512
         Number K of past teacher embeddings in the queue. The paper searches
-        {512, 2048}; 512 won 5 of its 8 tuned configurations and our default
+        {{512, 2048}}; 512 won 5 of its 8 tuned configurations and our default
         study (``benchmarks/results/defaults.md``).
     student_temperature : float, default=0.1
         tau_s, the temperature of the student's distribution over the queue.
@@ -119,45 +94,11 @@ class QMatchEncoder(BasePretextEncoder):
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
-    lr : float, default=1e-3
-        AdamW learning rate of the pretext task.
-    weight_decay : float, default=0.0
-        AdamW weight decay on weight matrices (the paper pretrains without).
-    batch_size : int, default=512
-        Rows per optimisation step.
-    max_epochs : int, default=100
-        Upper bound on pretraining epochs.
-    patience : int, default=32
-        Stop after this many epochs without a lower pretext-validation loss;
-        the weights of the best epoch are restored.
-    validation_fraction : float or None, default=0.1
-        Share of the rows held out for that validation loss. None trains for
-        ``max_epochs`` and keeps the last weights.
-    device : str, default="auto"
-        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, the queue, shuffling, corruption and the
-        validation split, through local generators (global random states are
-        never touched). Same seed, same embeddings on the CPU.
-    verbose : int, default=0
-        1 shows a progress bar over epochs; 2 also prints a table per epoch.
+{shared_parameters}
 
     Attributes
     ----------
-    network_ : torch.nn.Module
-        The pretrained encoder (the student's, at the best validation epoch).
-    history_ : skorch.History
-        One entry per epoch with ``train_loss`` and ``valid_loss``.
-    n_epochs_ : int
-        Epochs run.
-    best_epoch_ : int
-        Epoch whose weights were kept (1-based).
-    device_ : str
-        Device the network lives on.
-    n_features_in_ : int
-        Number of input features.
-    feature_names_in_ : ndarray of str
-        Input column names, when ``X`` had string column names.
+{shared_attributes}
 
     See Also
     --------
@@ -178,6 +119,15 @@ class QMatchEncoder(BasePretextEncoder):
     (5, 128)
     """
 
+    _method_defaults = {
+        "projection_sizes": (512, 128),
+        "queue_size": 512,
+        "student_temperature": 0.1,
+        "teacher_temperature": 0.04,
+        "student_corruption": 0.3,
+        "teacher_corruption": 0.0,
+        "ema_decay": 0.9,
+    }
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "projection_sizes": ["array-like"],
@@ -188,49 +138,11 @@ class QMatchEncoder(BasePretextEncoder):
         "teacher_corruption": [Interval(Real, 0, 1, closed="both")],
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
     }
-
-    def __init__(
-        self,
-        *,
-        hidden_sizes=None,
-        architecture="mlp",
-        embedding_dim=128,
-        projection_sizes=(512, 128),
-        queue_size=512,
-        student_temperature=0.1,
-        teacher_temperature=0.04,
-        student_corruption=0.3,
-        teacher_corruption=0.0,
-        ema_decay=0.9,
-        lr=1e-3,
-        weight_decay=0.0,
-        batch_size=512,
-        max_epochs=100,
-        patience=32,
-        validation_fraction=0.1,
-        device="auto",
-        random_state=None,
-        verbose=0,
-    ):
-        self.hidden_sizes = hidden_sizes
-        self.architecture = architecture
-        self.embedding_dim = embedding_dim
-        self.projection_sizes = projection_sizes
-        self.queue_size = queue_size
-        self.student_temperature = student_temperature
-        self.teacher_temperature = teacher_temperature
-        self.student_corruption = student_corruption
-        self.teacher_corruption = teacher_corruption
-        self.ema_decay = ema_decay
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+    _paper_search_space = {
+        "student_corruption": [0.3, 0.4, 0.5],
+        "student_temperature": [0.05, 0.1, 0.2],
+        "queue_size": [512, 2048],
+    }
 
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
@@ -244,4 +156,9 @@ class QMatchEncoder(BasePretextEncoder):
             self.teacher_corruption,
             self.ema_decay,
         )
-        return module, DistributionMatchingLoss(self.student_temperature, self.teacher_temperature)
+        loss = Criterion(
+            distribution_matching_loss,
+            student_temperature=self.student_temperature,
+            teacher_temperature=self.teacher_temperature,
+        )
+        return module, loss

@@ -1,0 +1,157 @@
+"""DINO: self-distillation onto learned prototypes with a centred, sharpened EMA teacher.
+
+Caron et al., "Emerging Properties in Self-Supervised Vision Transformers",
+ICCV 2021, eq. (3) and Algorithm 1.
+"""
+
+import itertools
+from numbers import Integral, Real
+
+import torch
+import torch.nn.functional as F
+from sklearn.utils._param_validation import Interval
+from torch import nn
+
+from .._base import BasePretextEncoder, shared_docstring
+from .._ema import ema_update_, make_teacher
+from .._networks import lecun_normal_
+from ._base import Criterion, PretextModule, soft_cross_entropy, two_views
+
+
+class DINOHead(nn.Module):
+    """MLP (GELU) -> L2 normalisation -> weight-normalised linear layer onto the prototypes.
+
+    The last layer's weight rows are L2-normalised at every call with the gain
+    fixed at 1 (DINO's ``norm_last_layer=True``).
+    """
+
+    def __init__(self, n_in, sizes, n_prototypes):
+        super().__init__()
+        layers = []
+        for i, width in enumerate(sizes):
+            layers.append(nn.Linear(n_in, width))
+            if i < len(sizes) - 1:
+                layers.append(nn.GELU(approximate="tanh"))
+            n_in = width
+        self.mlp = nn.Sequential(*layers)
+        self.prototypes = nn.Linear(n_in, n_prototypes, bias=False)
+
+    def forward(self, x):
+        h = F.normalize(self.mlp(x), dim=1)
+        return F.linear(h, F.normalize(self.prototypes.weight, dim=1))
+
+
+def dino_loss(s_a, s_b, t_a, t_b, center, student_temperature, teacher_temperature):
+    """[H(t_a, s_b) + H(t_b, s_a)] / 2 with teacher logits centred and sharpened (DINO eq. 3)."""
+
+    def cross(t, s):
+        return soft_cross_entropy((t - center) / teacher_temperature, s / student_temperature)
+
+    return (cross(t_a, s_b) + cross(t_b, s_a)) / 2
+
+
+class DINOModule(PretextModule):
+    """Student (encoder + head), EMA teacher of the same shape, and the centre."""
+
+    def __init__(self, encoder, head, corruption, ema_decay, center_momentum):
+        super().__init__(encoder)
+        self.head = head
+        self.teacher = make_teacher(nn.Sequential(encoder, head))
+        self.register_buffer("center", torch.zeros(head.prototypes.out_features))
+        self.corruption = corruption
+        self.ema_decay = ema_decay
+        self.center_momentum = center_momentum
+
+    def forward(self, x, generator):
+        view_a, view_b = two_views(x, self.corruption, generator)
+        s_a, s_b = self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
+        with torch.no_grad():
+            t_a, t_b = self.teacher(view_a), self.teacher(view_b)
+        return s_a, s_b, t_a, t_b, self.center
+
+    def after_step(self, outputs):
+        student = itertools.chain(self.encoder.parameters(), self.head.parameters())
+        ema_update_(self.teacher.parameters(), student, self.ema_decay)
+        batch_center = torch.cat(outputs[2:4]).mean(dim=0)
+        self.center.mul_(self.center_momentum).add_(batch_center, alpha=1 - self.center_momentum)
+
+
+@shared_docstring
+class DINOEncoder(BasePretextEncoder):
+    """Self-supervised tabular encoder trained with DINO.
+
+    Student and EMA teacher each see two VIME-corrupted views; the student's
+    distribution over learned prototypes for one view matches the teacher's
+    centred, sharpened distribution for the other.
+
+    Parameters
+    ----------
+    student_temperature : float, default=0.15
+        tau_s (the reference implementation's value).
+    teacher_temperature : float, default=0.04
+        tau_t.
+    ema_decay : float, default=0.9
+        Momentum of the teacher's weights (the reference's tuned value).
+    center_momentum : float, default=0.9
+        Momentum of the centre subtracted from the teacher's logits.
+    corruption : float, default=0.3
+        Probability that an entry of either view is replaced.
+    projection_sizes : tuple of int, default=(2048, 2048, 256)
+        Widths of the head's MLP (the last is its bottleneck).
+    n_prototypes : int, default=4096
+        Number of prototypes (the output dimension of the head).
+{shared_parameters}
+
+    Attributes
+    ----------
+{shared_attributes}
+
+    References
+    ----------
+    Caron, M. et al. "Emerging Properties in Self-Supervised Vision
+    Transformers." ICCV 2021.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from qmatch_sklearn import DINOEncoder
+    >>> X, _ = load_digits(return_X_y=True)
+    >>> DINOEncoder(projection_sizes=(64, 32), n_prototypes=64,
+    ...             max_epochs=1, random_state=0).fit_transform(X).shape
+    (1797, 128)
+    """
+
+    _method_defaults = {
+        "student_temperature": 0.15,
+        "teacher_temperature": 0.04,
+        "ema_decay": 0.9,
+        "center_momentum": 0.9,
+        "corruption": 0.3,
+        "projection_sizes": (2048, 2048, 256),
+        "n_prototypes": 4096,
+    }
+    _parameter_constraints = {
+        **BasePretextEncoder._parameter_constraints,
+        "student_temperature": [Interval(Real, 0, None, closed="neither")],
+        "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
+        "ema_decay": [Interval(Real, 0, 1, closed="both")],
+        "center_momentum": [Interval(Real, 0, 1, closed="both")],
+        "corruption": [Interval(Real, 0, 1, closed="both")],
+        "projection_sizes": ["array-like"],
+        "n_prototypes": [Interval(Integral, 1, None, closed="left")],
+    }
+    _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
+
+    def _build_pretext(self, n_features, generator):
+        encoder = self._build_encoder(n_features, generator)
+        head = DINOHead(self.embedding_dim, tuple(self.projection_sizes), self.n_prototypes)
+        module = DINOModule(
+            encoder, lecun_normal_(head, generator), self.corruption, self.ema_decay,
+            self.center_momentum,
+        )
+        loss = Criterion(
+            dino_loss,
+            student_temperature=self.student_temperature,
+            teacher_temperature=self.teacher_temperature,
+        )
+        return module, loss
