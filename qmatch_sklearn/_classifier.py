@@ -167,7 +167,8 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         -------
         y : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self._logits(X), axis=1)]
+        logits = self._logits(X)  # checks fitting before classes_ is read
+        return self.classes_[np.argmax(logits, axis=1)]
 
 
 _SUPERVISED_PARAMETERS_DOC = """\

@@ -225,3 +225,12 @@ def test_verbose_shows_a_progress_bar_over_epochs(data, capsys):
     assert "QMatchEncoder" in err and "3/3" in err and "valid_loss" in err
     QMatchEncoder(**tiny_encoder_params(verbose=0)).fit(data[0])
     assert capsys.readouterr().err == ""
+
+
+def test_transform_does_not_depend_on_the_batch(data, fitted):
+    X = data[0]
+    full = fitted.transform(X)
+    order = np.random.default_rng(0).permutation(len(X))
+    np.testing.assert_allclose(fitted.transform(X[:7]), full[:7], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fitted.transform(X[order]), full[order], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fitted.transform(X[3:4]), full[3:4], rtol=1e-5, atol=1e-6)

@@ -22,6 +22,7 @@ def tabnet_loss(reconstruction, x, mask):
     deviation is zero, as in TabNet's code), floored at 1e-3; the loss is
     normalised by the number of masked entries, as in the reference.
     """
+    mask = mask.to(x.dtype)
     std = x.std(dim=0, unbiased=False)
     scale = std.where(std > 0, x.mean(dim=0)).clamp_min(1e-3)
     squared = ((reconstruction - x) / scale) ** 2 * mask

@@ -24,7 +24,9 @@ def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     l_m = sum_j BCE(m_hat_j, m_j) is summed over features; l_r = mean of
     (x_hat - x)^2 over all entries, with the clean row as the target.
     """
-    mask_loss = F.binary_cross_entropy_with_logits(mask_logits, mask.float(), reduction="sum")
+    mask_loss = F.binary_cross_entropy_with_logits(
+        mask_logits, mask.to(mask_logits.dtype), reduction="sum"
+    )
     return mask_loss / len(x) + alpha * F.mse_loss(reconstruction, x)
 
 
