@@ -8,18 +8,30 @@ What is measured, in one run on the same data:
   ``max_epochs=--epochs``, ``random_state=0`` and ``device=--device``;
 * **bare**: the same module and loss (built by the estimator's own
   ``_build_pretext`` from the same seeds the estimator draws, so both loops
-  compute the same losses), AdamW with the library's two parameter groups, one
-  ``torch.randperm`` shuffle per epoch, contiguous slices of ``batch_size``
-  rows and, per step, ``train()`` / forward / loss / ``zero_grad`` /
-  ``backward`` / ``step`` / ``after_step`` / ``loss.item()``. No skorch, no
-  callbacks. Its timer also covers moving the data to the device and building
-  the module and optimiser, as the library's does.
+  compute the same losses, which the report checks), AdamW with the library's
+  two parameter groups, one ``torch.randperm`` shuffle per epoch, contiguous
+  slices of ``batch_size`` rows and, per step, ``train()`` / forward / loss /
+  ``zero_grad`` / ``backward`` / ``step`` / ``after_step`` / ``loss.item()``.
+  No skorch, no callbacks. Its timer also covers moving the data to the device
+  and building the module and optimiser, as the library's does.
 
-Both loops are warmed up once on a few batches, then run alternately
-(library, bare, library, bare, ...) ``--repeats`` times; the report gives the
-median samples/s of each (rows trained per second of wall time), the ratio
+Both loops are warmed up once on a few batches, then run in pairs (library,
+bare, library, bare, ...) until ``--repeats`` pairs are done; the report gives
+the median samples/s of each (rows trained per second of wall time), the ratio
 library/bare (goal >= 0.9), and the achieved GFLOP/s as a share of a measured
-float32 ``torch.mm`` peak on the same device.
+float32 ``torch.mm`` peak on the same device (best of one measurement before
+and one after the runs).
+
+Shared machines: on a 2-core machine one core taken by another job slows
+torch's 2-thread kernels ten-fold or more, so timings taken beside other work
+mean nothing. Before each timed run the script waits (up to ``--max-wait``
+seconds) until other processes use less than ``--quiet-threshold`` of the
+cores, and a watchdog aborts a run as soon as they go above it for a second;
+the pair is then run again, up to ``--retries`` times in all. Every run records
+the share of the cores that other processes kept busy (``/proc/stat`` minus
+this process's CPU time), and the report counts the aborted attempts. Once the
+retries are spent, runs complete whatever the load (and say so); no new pair
+starts after ``--time-budget`` seconds once at least one pair is done.
 
 FLOPs per training sample are counted analytically: 2*in*out per Linear layer
 in the forward pass; the student (encoder + projector) counts 3x its forward
@@ -35,9 +47,10 @@ group); the report says which.
 
 Run from the repository root::
 
-    python -m benchmarks.throughput                      # defaults, ~5 min on 2 CPU cores
+    python -m benchmarks.throughput        # defaults: 2 epochs x 5 pairs, ~2 min on 2 idle cores
     python -m benchmarks.throughput --rows 4096 --epochs 1 --repeats 1 --out /tmp/bench  # smoke
     python -m benchmarks.throughput --device cuda --architecture imix --epochs 3   # paper's network
+    python -m benchmarks.throughput --hidden-sizes 1024,1024 --batch-size 1024  # other sizes
 
 Results go to ``<out>/throughput.md`` (the Markdown table printed to stdout,
 with a header describing the machine and the command) and
@@ -46,13 +59,14 @@ with a header describing the machine and the command) and
 """
 
 import argparse
-import datetime
 import json
 import os
 import platform
 import shlex
+import signal
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,16 +124,7 @@ def trained_rows_per_epoch(n, batch_size):
     return n - 1 if n > 1 and n % batch_size == 1 else n
 
 
-# ----------------------------------------------------------------------------- the two loops
-
-
-def estimator(params, epochs):
-    return QMatchEncoder(
-        **params,
-        max_epochs=epochs,
-        validation_fraction=None,
-        random_state=RANDOM_STATE,
-    )
+# ----------------------------------------------------------------------------- other processes
 
 
 def cpu_snapshot():
@@ -135,7 +140,7 @@ def cpu_snapshot():
 
 
 def others_cpu_share(before, after, seconds):
-    """Share of the machine's cores that other processes kept busy during a run."""
+    """Share of the machine's cores that other processes kept busy between two snapshots."""
     if before is None or after is None or seconds <= 0:
         return None
     others = (after[0] - before[0]) - (after[1] - before[1])
@@ -154,6 +159,72 @@ def wait_until_quiet(threshold, max_wait, window=0.5):
         if share is None or share < threshold:
             break
     return waited
+
+
+class Contended(Exception):
+    """Raised in the main thread when other processes took the cores during a run."""
+
+
+class Watchdog:
+    """Context that raises :class:`Contended` in the main thread once other
+    processes have used ``threshold`` of the cores for ``patience`` windows in
+    a row. Does nothing when disabled, off Linux or outside the main thread."""
+
+    def __init__(self, threshold, enabled=True, window=0.5, patience=2):
+        self.threshold, self.window, self.patience = threshold, window, patience
+        self.enabled = (
+            enabled
+            and cpu_snapshot() is not None
+            and hasattr(signal, "pthread_kill")
+            and threading.current_thread() is threading.main_thread()
+        )
+        self.armed = False
+
+    def _handler(self, signum, frame):
+        if self.armed:
+            self.armed = False
+            raise Contended
+
+    def _watch(self):
+        previous, clock, strikes = cpu_snapshot(), time.perf_counter(), 0
+        while not self._stop.wait(self.window):
+            now, now_clock = cpu_snapshot(), time.perf_counter()
+            share = others_cpu_share(previous, now, now_clock - clock)
+            previous, clock = now, now_clock
+            strikes = strikes + 1 if share is not None and share >= self.threshold else 0
+            if strikes >= self.patience:
+                signal.pthread_kill(self._main, signal.SIGUSR1)
+                return
+
+    def __enter__(self):
+        if self.enabled:
+            self._main = threading.main_thread().ident
+            self._previous_handler = signal.signal(signal.SIGUSR1, self._handler)
+            self._stop = threading.Event()
+            self.armed = True
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.armed = False
+            self._stop.set()
+            self._thread.join()
+            signal.signal(signal.SIGUSR1, self._previous_handler)
+        return False
+
+
+# ----------------------------------------------------------------------------- the two loops
+
+
+def estimator(params, epochs):
+    return QMatchEncoder(
+        **params,
+        max_epochs=epochs,
+        validation_fraction=None,
+        random_state=RANDOM_STATE,
+    )
 
 
 def synchronize(device):
@@ -184,9 +255,13 @@ def run_bare(X, params, epochs):
     synchronize(device)
     start = time.perf_counter()
     data = torch.as_tensor(X, device=device)
-    module, criterion = model._build_pretext(data.shape[1], torch.Generator().manual_seed(init_seed))
+    module, criterion = model._build_pretext(
+        data.shape[1], torch.Generator().manual_seed(init_seed)
+    )
     module.to(device)
     criterion.to(device)
+    # skorch hands the optimiser every parameter of module and criterion (the
+    # frozen teacher's too, which AdamW skips since they get no gradient).
     named = list(module.named_parameters()) + list(criterion.named_parameters())
     optimizer = torch.optim.AdamW(_decay_groups(named, model.weight_decay), lr=model.lr)
     generator = torch.Generator(device).manual_seed(data_seed)
@@ -218,7 +293,9 @@ def run_bare(X, params, epochs):
 
 
 def linear_forward_flops(module):
-    return sum(2 * m.in_features * m.out_features for m in module.modules() if isinstance(m, nn.Linear))
+    return sum(
+        2 * m.in_features * m.out_features for m in module.modules() if isinstance(m, nn.Linear)
+    )
 
 
 def flops_per_sample(params, n_features):
@@ -229,15 +306,24 @@ def flops_per_sample(params, n_features):
     queue_size, dim = module.queue.embeddings.shape
     loss_matmul = 2 * queue_size * dim
     parts = {
-        "student_encoder_projector (3x fwd)": 3 * network,
-        "teacher_encoder_projector (1x fwd)": network,
-        "loss_student_matmul (3x)": 3 * loss_matmul,
-        "loss_teacher_matmul (1x)": loss_matmul,
+        "student encoder+projector (3x fwd)": 3 * network,
+        "teacher encoder+projector (1x fwd)": network,
+        "loss student matmul (3x)": 3 * loss_matmul,
+        "loss teacher matmul (1x)": loss_matmul,
     }
     n_params = sum(p.numel() for p in module.encoder.parameters()) + sum(
         p.numel() for p in module.projector.parameters()
     )
-    return sum(parts.values()), parts, network, loss_matmul, n_params
+    encoder_widths = [m.out_features for m in module.encoder.modules() if isinstance(m, nn.Linear)]
+    return {
+        "hidden_sizes": encoder_widths[:-1],
+        "queue_size": queue_size,
+        "per_sample": sum(parts.values()),
+        "parts": parts,
+        "encoder_projector_forward": network,
+        "loss_matmul": loss_matmul,
+        "trainable_params": n_params,
+    }
 
 
 def matmul_peak(device, min_seconds=1.0):
@@ -288,22 +374,25 @@ def device_name(device):
 
 
 def command_line():
-    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
-    argv = list(argv)
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
     if argv and os.path.isabs(argv[0]):
         argv[0] = os.path.basename(argv[0])
     return shlex.join(argv)
 
 
-def markdown(result):
-    r = result
-    lib, bare = r["library"], r["bare"]
+def percent(share):
+    return "n/a" if share is None else f"{100 * share:.0f}%"
+
+
+def markdown(r):
     peak = r["peak"]["gflops"]
+    config, machine = r["config"], r["machine"]
+    peak_share = r["peak"]["others_cpu_share"]
+    peak_clean = peak_share is None or peak_share < config["quiet_threshold"]
+
     def fmt_runs(runs):
         return ", ".join(
-            f"{run['samples_per_s']:,.0f}"
-            + ("" if run["others_cpu_share"] is None else f" [{100 * run['others_cpu_share']:.0f}%]")
-            for run in runs
+            f"{run['samples_per_s']:,.0f} [{percent(run['others_cpu_share'])}]" for run in runs
         )
 
     lines = [
@@ -311,92 +400,115 @@ def markdown(result):
         "",
         f"- Date: {r['date']}",
         f"- Command: `{r['command']}`",
-        f"- Machine: {r['machine']['device_name']}; {r['machine']['platform']}",
-        f"- Python {r['machine']['python']}, torch {r['machine']['torch']}, "
-        f"skorch {r['machine']['skorch']}, qmatch_sklearn {r['machine']['qmatch_sklearn']}; "
-        f"torch.get_num_threads() = {r['machine']['torch_threads']}",
-        f"- Device: `{r['config']['device']}`",
+        f"- Machine: {machine['device_name']}; {machine['platform']}",
+        (
+            f"- Python {machine['python']}, torch {machine['torch']}, skorch {machine['skorch']}, "
+            f"qmatch_sklearn {machine['qmatch_sklearn']}; torch.get_num_threads() = {machine['torch_threads']}"
+        ),
+        f"- Device: `{config['device']}`",
         f"- Data: {r['data']['source']} ({r['data']['rows']:,} x {r['data']['n_features']} float32)",
-        f"- Network: architecture `{r['config']['architecture']}`, hidden sizes "
-        f"{tuple(r['config']['hidden_sizes'])}, embedding {r['config']['embedding_dim']}, projector "
-        f"{tuple(r['config']['projection_sizes'])}, queue {r['config']['queue_size']}, "
-        f"batch {r['config']['batch_size']} ({r['flops']['trainable_params']:,} student parameters)",
-        f"- Epochs per run: {r['config']['epochs']}; timed repeats: {r['config']['repeats']} "
-        f"(alternating library, bare; after one warm-up of each on {r['config']['warmup_rows']:,} rows)",
-        f"- Load average (1 min) at start / end: {r['machine']['loadavg_start']} / "
-        f"{r['machine']['loadavg_end']} on {os.cpu_count()} logical cores",
+        (
+            f"- Network: architecture `{config['architecture']}`, hidden sizes {tuple(config['hidden_sizes'])}, "
+            f"embedding {config['embedding_dim']}, projector {tuple(config['projection_sizes'])}, "
+            f"queue {config['queue_size']}, batch {config['batch_size']} "
+            f"({r['flops']['trainable_params']:,} student parameters)"
+        ),
+        (
+            f"- Epochs per run: {config['epochs']}; timed pairs: {len(r['pair_ratios'])} of "
+            f"{config['repeats']} asked (library then bare, after one warm-up of each on "
+            f"{config['warmup_rows']:,} rows); attempts aborted because other processes took >= "
+            f"{percent(config['quiet_threshold'])} of the cores: {r['aborted_attempts']}"
+        ),
+        (
+            f"- Other processes kept {percent(machine['others_cpu_share_overall'])} of the "
+            f"{machine['logical_cores']} logical cores busy over the whole measurement, aborted attempts "
+            f"included (load average at start / end: {machine['loadavg_start']} / {machine['loadavg_end']}, "
+            "this benchmark included)"
+        ),
     ]
     if r.get("note"):
         lines.append(f"- Note: {r['note']}")
     lines += [
         "",
-        "| loop | samples/s (median) | runs: samples/s [others' CPU] | s per run (median) | GFLOP/s | % of mm peak |",
+        (
+            "| loop | samples/s (median) | runs: samples/s [others' CPU] | s per run (median) "
+            "| GFLOP/s | % of mm peak |"
+        ),
         "|---|---:|---|---:|---:|---:|",
     ]
-    for name, entry in (("library: `QMatchEncoder.fit`", lib), ("bare torch loop", bare)):
+    for name, entry in (
+        ("library: `QMatchEncoder.fit`", r["library"]),
+        ("bare torch loop", r["bare"]),
+    ):
         lines.append(
             f"| {name} | {entry['median_samples_per_s']:,.0f} | {fmt_runs(entry['runs'])} | "
-            f"{entry['median_seconds']:.2f} | {entry['gflops']:.1f} | {100 * entry['gflops'] / peak:.1f} |"
+            f"{entry['median_seconds']:.2f} | {entry['gflops']:.1f} | {entry['percent_of_peak']:.1f} |"
         )
+    contended = [i for i, clean in enumerate(r["clean_pairs"]) if not clean]
     lines += [
         "",
         f"**Ratio library / bare (median samples/s): {r['ratio']:.3f}** (goal >= 0.9: "
         f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios: "
         + ", ".join(f"{x:.3f}" for x in r["pair_ratios"]),
         "",
-        clean_line(r),
-        f"- FLOPs per training sample: {r['flops']['per_sample'] / 1e6:.3f} M "
-        + "("
+        (
+            f"- All pairs ran with other processes below {percent(config['quiet_threshold'])} of the cores."
+            if not contended
+            else f"- CONTENDED: pair(s) {[i + 1 for i in contended]} ran with other processes at or above "
+            f"{percent(config['quiet_threshold'])} of the cores (retries spent); read those with care."
+        ),
+        f"- FLOPs per training sample: {r['flops']['per_sample'] / 1e6:.3f} M ("
         + "; ".join(f"{k} {v / 1e6:.3f} M" for k, v in r["flops"]["parts"].items())
         + ")",
         f"- Matmul peak: {peak:.1f} GFLOP/s (float32 `torch.mm` {r['peak']['size']}x{r['peak']['size']}, "
-        f"best of before/after the runs: "
+        + (
+            "best uncontended of the measurements before / after the runs: "
+            if peak_clean
+            else "CONTENDED: no measurement was uncontended, best of all: "
+        )
         + " / ".join(
-            f"{p['gflops']:.1f}"
-            + ("" if p["others_cpu_share"] is None else f" [others' CPU {100 * p['others_cpu_share']:.0f}%]")
+            f"{p['gflops']:.1f} [others' CPU {percent(p['others_cpu_share'])}]"
             for p in r["peak"]["measurements"]
         )
         + ")",
-        f"- Same computation check: max |library - bare| per-epoch train loss over the timed runs = "
-        f"{r['loss_check']['max_abs_diff']:.3g} (library epoch losses {r['loss_check']['library']}, "
-        f"bare {r['loss_check']['bare']})",
-        "- The FLOP count follows the 3x/1x convention; it slightly overstates the work (the first "
-        "layer needs no input gradient, the student loss matmul's backward needs only the gradient "
-        "with respect to the student, not the detached queue).",
-        "- Timings come from a machine that may be shared with other jobs. [others' CPU] is the share "
-        "of all cores that other processes kept busy during that run (from /proc/stat minus this "
-        "process's CPU time); the alternating order spreads such noise over both loops.",
+        (
+            f"- Same computation check: max |library - bare| per-epoch train loss over the timed pairs = "
+            f"{r['loss_check']['max_abs_diff']:.3g} (library epoch losses {r['loss_check']['library']}, "
+            f"bare {r['loss_check']['bare']})"
+        ),
+        (
+            "- The FLOP count follows the 3x/1x convention; it slightly overstates the work (the first "
+            "layer needs no input gradient, and the student loss matmul's backward needs only the "
+            "gradient with respect to the student, not the detached queue)."
+        ),
+        (
+            "- [others' CPU]: the share of all cores that other processes kept busy during that run "
+            "(/proc/stat minus this process's CPU time)."
+        ),
         "",
     ]
     return "\n".join(lines)
 
 
-def clean_line(r):
-    threshold = f"{100 * r['quiet_threshold']:.0f}%"
-    clean = r["clean_pairs"]
-    if clean is None:
-        return f"- No pair ran with other processes below {threshold} of the cores."
-    return (
-        f"- Over the {len(clean['pairs'])} of {len(r['pair_ratios'])} pairs where other processes used "
-        f"< {threshold} of the cores during both runs: library {clean['library_median_samples_per_s']:,.0f}, "
-        f"bare {clean['bare_median_samples_per_s']:,.0f} samples/s (medians), ratio {clean['ratio']:.3f}."
-    )
-
-
-def summarise(runs):
-    rates = [run["samples_per_s"] for run in runs]
+def summarise(runs, per_sample, peak):
+    rate = statistics.median(run["samples_per_s"] for run in runs)
+    gflops = per_sample * rate / 1e9
     return {
         "runs": runs,
-        "median_samples_per_s": statistics.median(rates),
+        "median_samples_per_s": rate,
         "median_seconds": statistics.median(run["seconds"] for run in runs),
+        "gflops": gflops,
+        "percent_of_peak": 100 * gflops / peak,
     }
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="rows of data (default 113400)")
+    parser.add_argument(
+        "--rows", type=int, default=DEFAULT_ROWS, help="rows of data (default 113400)"
+    )
     parser.add_argument("--epochs", type=int, default=2, help="epochs per timed run (default 2)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each loop (default 5)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed pairs of runs (default 5)")
     parser.add_argument("--device", default="cpu", help='"cpu" (default), "cuda", "cuda:1", ...')
     parser.add_argument("--architecture", choices=("mlp", "imix"), default="mlp")
     parser.add_argument(
@@ -404,21 +516,36 @@ def parse_args(argv=None):
         default=None,
         help="comma-separated encoder widths, e.g. 2048,2048,4096,4096,8192 (default: the estimator's)",
     )
-    parser.add_argument("--batch-size", type=int, default=None, help="default: the estimator's (512)")
-    parser.add_argument("--out", default=str(REPO_ROOT / "benchmarks" / "results"), help="results folder")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="default: the estimator's (512)"
+    )
+    parser.add_argument(
+        "--out", default=str(REPO_ROOT / "benchmarks" / "results"), help="results folder"
+    )
     parser.add_argument("--note", default="", help="free text added to the report header")
     parser.add_argument(
         "--quiet-threshold",
         type=float,
         default=0.10,
-        help="a run counts as contended when other processes use this share of the cores (default 0.10)",
+        help="share of the cores used by other processes above which a run is contended (default 0.10)",
     )
     parser.add_argument(
         "--max-wait",
         type=float,
         default=20.0,
-        help="before each timed run, wait up to this many seconds for other processes to go below "
-        "--quiet-threshold (default 20; 0 never waits)",
+        help="before each run, wait up to this many seconds for a quiet machine (default 20; 0: never)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=10,
+        help="pairs aborted for contention and run again, at most (default 10; 0: never abort)",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=300.0,
+        help="no new pair starts after this many seconds once one pair is done (default 300)",
     )
     return parser.parse_args(argv)
 
@@ -431,6 +558,7 @@ def main(argv=None):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {device} requested but CUDA is not available")
     loadavg_start = round(os.getloadavg()[0], 2)
+    began = time.perf_counter()
 
     params = {"architecture": args.architecture, "device": device}
     if args.hidden_sizes:
@@ -442,30 +570,49 @@ def main(argv=None):
 
     X, source = load_data(args.rows)
     print(f"data: {source}", file=sys.stderr)
-    per_sample, parts, network_flops, loss_matmul_flops, n_params = flops_per_sample(params, X.shape[1])
+    flops = flops_per_sample(params, X.shape[1])
 
     def quiet():
         return wait_until_quiet(args.quiet_threshold, args.max_wait)
 
-    quiet()
-    peaks = [matmul_peak(device)]
-    print(f"matmul peak: {peaks[0]['gflops']:.1f} GFLOP/s", file=sys.stderr)
+    peaks = []
+
+    def measure_peak(attempts=3):
+        """Up to ``attempts`` peak measurements, until one is uncontended."""
+        for _ in range(attempts):
+            quiet()
+            peaks.append(matmul_peak(device))
+            share = peaks[-1]["others_cpu_share"]
+            print(
+                f"matmul peak: {peaks[-1]['gflops']:.1f} GFLOP/s, others' CPU {percent(share)}",
+                file=sys.stderr,
+            )
+            if share is None or share < args.quiet_threshold:
+                return
+
+    overall_start, overall_clock = cpu_snapshot(), time.perf_counter()
+    measure_peak()
 
     warmup_rows = min(len(X), WARMUP_BATCHES * batch_size)
     run_library(X[:warmup_rows], params, 1)
     run_bare(X[:warmup_rows], params, 1)
 
-    library_runs, bare_runs, pair_ratios, clean_pairs = [], [], [], []
-    loss_diffs, first_losses = [], None
-    for repeat in range(args.repeats):
+    runs = {"library": [], "bare": []}
+    pair_ratios, clean_pairs, loss_diffs, first_losses = [], [], [], None
+    aborted, retries_left = [], args.retries
+    while len(pair_ratios) < args.repeats:
+        if pair_ratios and time.perf_counter() - began > args.time_budget:
+            print(f"time budget of {args.time_budget:.0f} s spent: stopping early", file=sys.stderr)
+            break
         pair = {}
-        for name, runner, runs in (("library", run_library, library_runs), ("bare", run_bare, bare_runs)):
-            waited = quiet()
-            before = cpu_snapshot()
-            seconds, samples, losses = runner(X, params, args.epochs)
-            share = others_cpu_share(before, cpu_snapshot(), seconds)
-            runs.append(
-                {
+        try:
+            for name, runner in (("library", run_library), ("bare", run_bare)):
+                waited = quiet()
+                before = cpu_snapshot()
+                with Watchdog(args.quiet_threshold, enabled=retries_left > 0):
+                    seconds, samples, losses = runner(X, params, args.epochs)
+                share = others_cpu_share(before, cpu_snapshot(), seconds)
+                pair[name] = {
                     "seconds": seconds,
                     "samples": samples,
                     "samples_per_s": samples / seconds,
@@ -473,43 +620,56 @@ def main(argv=None):
                     "others_cpu_share": share,
                     "waited_for_quiet_s": waited,
                 }
-            )
-            pair[name] = losses
+                print(
+                    f"pair {len(pair_ratios) + 1}/{args.repeats} {name:7s}: {seconds:7.2f} s, "
+                    f"{samples / seconds:9,.0f} samples/s, losses {[round(x, 5) for x in losses]}, "
+                    f"others' CPU {percent(share)}, waited {waited:.1f} s",
+                    file=sys.stderr,
+                )
+        except Contended:
+            retries_left -= 1
+            aborted.append({"pair": len(pair_ratios) + 1, "run": "bare" if pair else "library"})
             print(
-                f"repeat {repeat + 1}/{args.repeats} {name:7s}: {seconds:7.2f} s, "
-                f"{samples / seconds:9,.0f} samples/s, losses {[round(x, 5) for x in losses]}, "
-                f"others' CPU {'n/a' if share is None else f'{100 * share:.0f}%'}, waited {waited:.1f} s",
+                f"pair {len(pair_ratios) + 1}: aborted, other processes took the cores "
+                f"({retries_left} retries left)",
                 file=sys.stderr,
             )
-        pair_ratios.append(library_runs[-1]["samples_per_s"] / bare_runs[-1]["samples_per_s"])
-        shares = (library_runs[-1]["others_cpu_share"], bare_runs[-1]["others_cpu_share"])
-        if all(x is not None and x < args.quiet_threshold for x in shares):
-            clean_pairs.append(repeat)
-        loss_diffs.append(max(abs(a - b) for a, b in zip(pair["library"], pair["bare"], strict=True)))
-        first_losses = first_losses or pair
+            continue
+        for name, name_runs in runs.items():
+            name_runs.append(pair[name])
+        pair_ratios.append(pair["library"]["samples_per_s"] / pair["bare"]["samples_per_s"])
+        clean_pairs.append(
+            all(
+                run["others_cpu_share"] is not None
+                and run["others_cpu_share"] < args.quiet_threshold
+                for run in pair.values()
+            )
+        )
+        loss_diffs.append(
+            max(
+                abs(a - b)
+                for a, b in zip(
+                    pair["library"]["epoch_losses"], pair["bare"]["epoch_losses"], strict=True
+                )
+            )
+        )
+        first_losses = first_losses or {name: pair[name]["epoch_losses"] for name in pair}
 
-    quiet()
-    peaks.append(matmul_peak(device))
-    peak = max(peaks, key=lambda p: p["gflops"])
-    library, bare = summarise(library_runs), summarise(bare_runs)
-    for entry in (library, bare):
-        entry["gflops"] = per_sample * entry["median_samples_per_s"] / 1e9
-        entry["percent_of_peak"] = 100 * entry["gflops"] / peak["gflops"]
-    clean = None
-    if clean_pairs:
-        lib_clean = statistics.median(library_runs[i]["samples_per_s"] for i in clean_pairs)
-        bare_clean = statistics.median(bare_runs[i]["samples_per_s"] for i in clean_pairs)
-        clean = {
-            "pairs": clean_pairs,
-            "library_median_samples_per_s": lib_clean,
-            "bare_median_samples_per_s": bare_clean,
-            "ratio": lib_clean / bare_clean,
-        }
+    measure_peak()
+    overall = others_cpu_share(overall_start, cpu_snapshot(), time.perf_counter() - overall_clock)
+    uncontended = [
+        p
+        for p in peaks
+        if p["others_cpu_share"] is None or p["others_cpu_share"] < args.quiet_threshold
+    ]
+    peak = max(uncontended or peaks, key=lambda p: p["gflops"])
+    library = summarise(runs["library"], flops["per_sample"], peak["gflops"])
+    bare = summarise(runs["bare"], flops["per_sample"], peak["gflops"])
 
     import skorch
 
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": command_line(),
         "note": args.note,
         "machine": {
@@ -524,6 +684,7 @@ def main(argv=None):
             "torch_threads": torch.get_num_threads(),
             "loadavg_start": loadavg_start,
             "loadavg_end": round(os.getloadavg()[0], 2),
+            "others_cpu_share_overall": overall,
         },
         "config": {
             "device": device,
@@ -531,33 +692,38 @@ def main(argv=None):
             "repeats": args.repeats,
             "warmup_rows": warmup_rows,
             "architecture": reference.architecture,
-            "hidden_sizes": list(reference._hidden_sizes()),
+            "hidden_sizes": flops.pop("hidden_sizes"),
             "embedding_dim": reference.embedding_dim,
-            "projection_sizes": list(reference.projection_sizes),
-            "queue_size": reference.queue_size,
+            "projection_sizes": [int(width) for width in reference.projection_sizes],
+            "queue_size": flops.pop("queue_size"),
             "batch_size": batch_size,
             "random_state": RANDOM_STATE,
+            "quiet_threshold": args.quiet_threshold,
+            "max_wait": args.max_wait,
+            "retries": args.retries,
+            "time_budget": args.time_budget,
         },
-        "data": {"source": source, "rows": len(X), "n_features": X.shape[1], "path": str(COVTYPE_PATH)},
-        "flops": {
-            "per_sample": per_sample,
-            "parts": parts,
-            "encoder_projector_forward": network_flops,
-            "loss_matmul": loss_matmul_flops,
-            "trainable_params": n_params,
+        "data": {
+            "source": source,
+            "rows": len(X),
+            "n_features": X.shape[1],
+            "path": str(COVTYPE_PATH),
         },
+        "flops": flops,
         "peak": {**peak, "measurements": peaks},
         "library": library,
         "bare": bare,
         "ratio": library["median_samples_per_s"] / bare["median_samples_per_s"],
         "pair_ratios": pair_ratios,
-        "quiet_threshold": args.quiet_threshold,
-        "clean_pairs": clean,
+        "clean_pairs": clean_pairs,
+        "aborted_attempts": len(aborted),
+        "aborted": aborted,
         "loss_check": {
             "max_abs_diff": max(loss_diffs),
             "library": [round(x, 6) for x in first_losses["library"]],
             "bare": [round(x, 6) for x in first_losses["bare"]],
         },
+        "total_seconds": time.perf_counter() - began,
     }
 
     text = markdown(result)
