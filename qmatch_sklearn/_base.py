@@ -212,7 +212,7 @@ SHARED_DEFAULTS = {
 }
 
 
-def _keyword_only_init(defaults):
+def keyword_only_init(defaults):
     """An ``__init__`` that stores its keyword arguments and nothing else.
 
     Its signature lists ``defaults`` explicitly (keyword-only), which is what
@@ -251,7 +251,7 @@ class BasePretextEncoder(
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.__init__ = _keyword_only_init({**cls._method_defaults, **SHARED_DEFAULTS})
+        cls.__init__ = keyword_only_init({**cls._method_defaults, **SHARED_DEFAULTS})
 
     _parameter_constraints = {**NETWORK_CONSTRAINTS, **TRAINING_CONSTRAINTS}
     _torch_attributes = ("network_",)

@@ -6,6 +6,7 @@ supervised baseline). Both share the supervised stage in ``BaseHeadClassifier``.
 """
 
 import copy
+import inspect
 import numbers
 
 import numpy as np
@@ -24,6 +25,7 @@ from ._base import (
     check_features,
     check_two_samples,
     draw_seeds,
+    keyword_only_init,
     split_rows,
 )
 from ._device import resolve_device
@@ -32,6 +34,8 @@ from ._networks import build_encoder, isolated_global_rng, lecun_normal_
 from .methods import QMatchEncoder
 
 UNLABELED = -1
+#: QMatchClassifier parameters about the pretrained encoder, absent from the supervised MLP.
+_PRETRAINING = ("encoder", "freeze_encoder")
 
 
 def labeled_mask(y):
@@ -362,37 +366,18 @@ class SupervisedMLPClassifier(BaseHeadClassifier):
     """
 
     _parameter_constraints = {**BaseHeadClassifier._parameter_constraints, **NETWORK_CONSTRAINTS}
-
-    def __init__(
-        self,
-        *,
-        hidden_sizes=None,
-        architecture="mlp",
-        embedding_dim=128,
-        lr=1e-3,
-        weight_decay=0.1,
-        batch_size=512,
-        max_epochs=500,
-        patience=32,
-        validation_fraction=0.1,
-        scoring="loss",
-        device="auto",
-        random_state=None,
-        verbose=0,
-    ):
-        self.hidden_sizes = hidden_sizes
-        self.architecture = architecture
-        self.embedding_dim = embedding_dim
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.scoring = scoring
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+    __init__ = keyword_only_init(
+        {
+            "hidden_sizes": None,
+            "architecture": "mlp",
+            "embedding_dim": 128,
+            **{
+                name: parameter.default
+                for name, parameter in inspect.signature(QMatchClassifier).parameters.items()
+                if name not in _PRETRAINING
+            },
+        }
+    )
 
     def _encoder_network(self, X, seed):
         with isolated_global_rng():
