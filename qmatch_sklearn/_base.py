@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.model_selection import train_test_split
@@ -84,9 +85,15 @@ class InconsistentVersionWarning(UserWarning):
 
 
 def check_features(estimator, X, y="no_validation", *, reset):
-    """``validate_data`` to float32, with a hint when the input holds strings."""
+    """``validate_data`` to a dense float32 array, with a hint when the input holds strings.
+
+    Sparse input (e.g. a ColumnTransformer's one-hot output) is densified: the
+    networks take dense rows, and one-hot tabular data is narrow.
+    """
     try:
-        return validate_data(estimator, X, y, reset=reset, dtype=np.float32)
+        validated = validate_data(
+            estimator, X, y, reset=reset, dtype=np.float32, accept_sparse=("csr", "csc", "coo")
+        )
     except ValueError as error:
         if "convert" not in str(error):
             raise
@@ -94,6 +101,13 @@ def check_features(estimator, X, y="no_validation", *, reset):
             f"{type(estimator).__name__} needs numeric features ({error}). Encode "
             "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
         ) from error
+    if isinstance(validated, tuple):
+        return _dense(validated[0]), validated[1]
+    return _dense(validated)
+
+
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else X
 
 
 def draw_seeds(random_state, n):
@@ -321,5 +335,6 @@ class BasePretextEncoder(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float32"]
         return tags

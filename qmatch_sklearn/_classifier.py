@@ -72,6 +72,11 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
     def _frozen(self):
         return False
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def fit(self, X, y):
         """Fit on ``X``; rows whose label is -1 are unlabeled.
 

@@ -19,8 +19,8 @@ def paper_param_grid(method, prefix="", downstream_prefix=None):
         "supervised" (:class:`SupervisedMLPClassifier`, whose ``lr`` is the
         downstream learning rate).
     prefix : str, default=""
-        Prepended to the encoder's parameter names, e.g. "enc__" for a Pipeline
-        step or "encoder__" inside a :class:`QMatchClassifier`.
+        Prepended to the encoder's parameter names, e.g. ``"enc__"`` for a Pipeline
+        step or ``"encoder__"`` inside a :class:`QMatchClassifier`.
     downstream_prefix : str or None, default=None
         When given, also search the downstream learning rate under
         ``downstream_prefix + "lr"`` (e.g. "" for the ``QMatchClassifier``

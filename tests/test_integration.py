@@ -70,3 +70,19 @@ def test_pipeline_on_adult(shared_data):
     majority = (y_test == "<=50K").mean()
     assert accuracy > majority + 0.03, f"{accuracy:.3f} vs majority {majority:.3f}"
     assert pipe.predict(X_test.iloc[:3]).tolist()[0] in {"<=50K", ">50K"}
+
+
+def test_sparse_one_hot_output_is_accepted():
+    import scipy.sparse as sp
+
+    X, y = make_classification(n_samples=120, n_features=6, random_state=0)
+    dense = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    sparse = QMatchEncoder(**tiny_encoder_params()).fit(sp.csr_matrix(X))
+    np.testing.assert_array_equal(sparse.transform(sp.csr_matrix(X)), dense.transform(X))
+    frame = pd.DataFrame({"colour": ["red", "blue", "green"] * 40, "size": np.arange(120.0)})
+    pipe = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(), ["colour"])], remainder="passthrough",
+                                   sparse_threshold=1.0)),  # sparse output
+        ("enc", QMatchEncoder(**tiny_encoder_params())),
+    ])
+    assert pipe.fit_transform(frame).shape == (120, 8)
