@@ -1,0 +1,141 @@
+"""What the few-shot benchmark runs: the paper's tuned hyper-parameters and the compute budgets.
+
+The tuned values are ``scripts/one_percent_tuning.json`` of the authors' code, as
+digested in ``shared/reference/reference_impl.md`` §8.2. The reference tunes the
+pretext parameters separately for the linear (LC) and fine-tuning (FTC) protocols
+and pretrains twice; this benchmark pretrains once per (dataset, method, seed) and
+evaluates both protocols on that encoder, so the pretext parameters are always the
+LC row's, and only the downstream learning rate follows the protocol.
+"""
+
+from dataclasses import dataclass, field
+
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+DATASETS = ("adult_1p", "covtype_1p", "higgs_1p", "mnist_1p")
+#: The reference's name of each configuration (reference_impl.md §7-§8).
+REFERENCE_NAMES = {
+    "adult_1p": "adult_1p", "covtype_1p": "covtype_new_1p", "higgs_1p": "higgs100k1p",
+    "mnist_1p": "mnist_1p",
+}
+
+# One (LC, FTC) pair per dataset, in DATASETS order; each entry is the reference's
+# (p, lr, plr): corruption probability, downstream lr, pretext lr.
+_CORRUPTION_METHODS = {
+    "vime": [((.5, 1e-2, 1e-3), (.4, 1e-3, 1e-3)), ((.3, 1e-3, 1e-5), (.3, 1e-5, 1e-5)),
+             ((.4, 1e-2, 1e-4), (.3, 1e-2, 1e-3)), ((.5, 1e-2, 1e-4), (.5, 1e-4, 1e-4))],
+    "tabnet": [((.3, 1e-2, 1e-5), (.4, 1e-5, 1e-3)), ((.3, 1e-3, 1e-5), (.4, 1e-5, 1e-5)),
+               ((.3, 1e-2, 1e-4), (.4, 1e-3, 1e-3)), ((.3, 1e-2, 1e-4), (.5, 1e-5, 1e-4))],
+    "dino": [((.4, 1e-3, 1e-5), (.3, 1e-5, 1e-4)), ((.4, 1e-2, 1e-5), (.3, 1e-5, 1e-5)),
+             ((.3, 1e-2, 1e-5), (.3, 1e-3, 1e-3)), ((.5, 1e-3, 1e-5), (.5, 1e-4, 1e-5))],
+    "simsiam": [((.5, 1e-2, 1e-4), (.3, 1e-5, 1e-3)), ((.3, 1e-2, 1e-5), (.3, 1e-5, 1e-5)),
+                ((.3, 1e-2, 1e-4), (.3, 1e-3, 1e-3)), ((.4, 1e-2, 1e-5), (.4, 1e-5, 1e-5))],
+    "vicreg": [((.4, 1e-3, 1e-3), (.3, 1e-4, 1e-4)), ((.4, 1e-3, 1e-3), (.4, 1e-5, 1e-3)),
+               ((.3, 1e-3, 1e-4), (.3, 1e-5, 1e-3)), ((.3, 1e-2, 1e-4), (.3, 1e-4, 1e-4))],
+    "simclr": [((.4, 1e-2, 1e-3), (.5, 1e-3, 1e-3)), ((.5, 1e-3, 1e-5), (.4, 1e-5, 1e-5)),
+               ((.3, 1e-3, 1e-4), (.5, 1e-3, 1e-3)), ((.5, 1e-2, 1e-5), (.5, 1e-5, 1e-5))],
+    "simclr_large": [((.4, 1e-2, 1e-3), (.4, 1e-4, 1e-3)), ((.4, 1e-2, 1e-4), (.5, 1e-5, 1e-4)),
+                     ((.3, 1e-2, 1e-3), (.4, 1e-4, 1e-3)), ((.5, 1e-2, 1e-3), (.5, 1e-4, 1e-3))],
+}
+# i-Mix: (T, lr, plr) per (LC, FTC); T is the loss temperature.
+_IMIX = [((.04, 1e-2, 1e-5), (.04, 1e-2, 1e-3)), ((.3, 1e-3, 1e-5), (.3, 1e-5, 1e-5)),
+         ((.3, 1e-2, 1e-4), (.2, 1e-2, 1e-3)), ((.3, 1e-3, 1e-5), (.3, 1e-4, 1e-5))]
+# Q-Match: (p, lr, plr, student temperature, queue size, EMA decay) per (LC, FTC).
+_QMATCH = [((.5, 1e-2, 1e-5, .05, 512, 0.0), (.5, 1e-3, 1e-4, .1, 512, .99)),
+           ((.4, 1e-2, 1e-4, .05, 512, 0.0), (.3, 1e-5, 1e-5, .05, 2048, 0.0)),
+           ((.5, 1e-2, 1e-4, .1, 2048, .99), (.4, 1e-4, 1e-4, .2, 2048, .9)),
+           ((.5, 1e-2, 1e-3, .2, 512, 0.0), (.5, 1e-3, 1e-3, .1, 512, 0.0))]
+# Supervised from random weights: downstream lr of FTC (its LC is a logistic
+# regression on the inputs, which the harness runs as ``logreg``).
+_SUPERVISED_FTC_LR = {"adult_1p": 1e-4, "covtype_1p": 1e-5, "higgs_1p": 1e-4, "mnist_1p": 1e-4}
+
+#: Parameters a method variant adds to its encoder and to the downstream classifier.
+VARIANTS = {"simclr_large": ("simclr", {"batch_size": 4096})}
+
+
+def _pretext_params(method, lc_row):
+    """Our encoder parameters for the reference's LC-row values of ``method``."""
+    if method == "qmatch":
+        p, _, plr, student_temperature, queue_size, ema_decay = lc_row
+        return {"student_corruption": p, "lr": plr, "student_temperature": student_temperature,
+                "queue_size": queue_size, "ema_decay": ema_decay}
+    if method == "imix":
+        return {"temperature": lc_row[0], "lr": lc_row[2]}
+    params = {"corruption": lc_row[0], "lr": lc_row[2]}
+    if method == "dino":  # the reference's one tau, 0.9 in every DINO configuration
+        params.update(ema_decay=0.9, center_momentum=0.9)
+    return params
+
+
+def tuned_params(method, dataset):
+    """The paper's tuned values for a self-supervised ``method`` on ``dataset``.
+
+    Returns
+    -------
+    encoder_params : dict
+        Pretext parameters (from the LC row), in our names.
+    downstream_lr : dict
+        The classifier's ``lr`` for "linear" (LC row) and "finetune" (FTC row).
+    """
+    table = {"qmatch": _QMATCH, "imix": _IMIX, **_CORRUPTION_METHODS}[method]
+    lc_row, ftc_row = table[DATASETS.index(dataset)]
+    base = VARIANTS.get(method, (method, {}))[0]
+    return _pretext_params(base, lc_row), {"linear": lc_row[1], "finetune": ftc_row[1]}
+
+
+def supervised_lr(dataset):
+    """The paper's tuned learning rate of the supervised baseline (FTC)."""
+    return _SUPERVISED_FTC_LR[dataset]
+
+
+def sklearn_baselines(seed):
+    """scikit-learn classifiers on the preprocessed features, near their defaults.
+
+    The scaler in front of the linear model and the MLP puts MNIST's 0-255 pixels and
+    HIGGS's raw features on a common scale; ``max_iter`` is raised so they converge.
+    """
+    return {
+        "logreg": make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
+        "hgb": HistGradientBoostingClassifier(random_state=seed),
+        "mlp": make_pipeline(StandardScaler(), MLPClassifier(max_iter=1000, random_state=seed)),
+    }
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How big the networks are, how long they pretrain, and how many test rows are scored.
+
+    ``network`` goes to every encoder and to ``SupervisedMLPClassifier``;
+    ``pretext`` to the encoders only; ``downstream`` to the classifiers.
+    """
+
+    name: str
+    network: dict
+    pretext: dict
+    downstream: dict = field(default_factory=dict)
+    max_rows_test: int | None = None
+    note: str = ""
+
+
+BUDGETS = {
+    "cpu-small": Budget(
+        "cpu-small", {"hidden_sizes": (256, 256)}, {"max_epochs": 20, "device": "cpu"},
+        {"device": "cpu"}, max_rows_test=20_000,
+        note="for a 2-core CPU: MLP (256, 256), at most 20 pretext epochs, "
+             "a seeded sample of at most 20,000 test rows",
+    ),
+    "cpu": Budget(
+        "cpu", {"hidden_sizes": (512, 512)}, {"max_epochs": 100, "device": "cpu"},
+        {"device": "cpu"},
+        note="the library defaults: MLP (512, 512), at most 100 pretext epochs, every test row",
+    ),
+    "paper": Budget(
+        "paper", {"architecture": "imix"}, {"max_epochs": 200, "device": "auto"},
+        {"device": "auto"},
+        note="the paper's i-Mix network (63M parameters), at most 200 pretext epochs: GPU only",
+    ),
+}

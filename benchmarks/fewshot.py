@@ -1,0 +1,352 @@
+"""Few-shot benchmark: the paper's 1%-label Tables 4 (linear) and 5 (fine-tuning), resumable.
+
+For each (dataset, method, seed) the method's encoder is pretrained ONCE, then both
+protocols are evaluated on it: "linear" (frozen encoder + linear head,
+``QMatchClassifier(FrozenEstimator(encoder), freeze_encoder=True)``) and "finetune"
+(``freeze_encoder=False``; the classifier trains a copy of the network, so the frozen
+encoder stays intact). ``supervised`` is ``SupervisedMLPClassifier`` ("finetune"
+only: the paper's supervised linear baseline is a logistic regression on the inputs,
+which is ``logreg``); ``logreg``, ``hgb`` and ``mlp`` are scikit-learn classifiers on
+the preprocessed features (protocol "raw").
+
+Protocol, per seed:
+
+- the split is ``load_paper_split(dataset, random_state=seed)``: each seed draws its
+  own rows (labeled ones included), network initialisation and test sample;
+  the split's preprocessor is fitted on the pretext rows;
+- pretext: ``encoder.fit(pretext.X)``; early stopping uses the encoder's own
+  ``validation_fraction=0.1`` of those rows (the split's ``pretext_val`` is unused);
+- downstream: every method sees the labels of the split's ``train`` rows and no
+  others. The torch classifiers hold out 10% of them (stratified) for early stopping
+  on the validation loss (the library defaults); the split's ``val`` rows are left
+  for a hyper-parameter search;
+- hyper-parameters: the paper's tuned values (``_fewshot_params.py``) and the budget;
+- accuracy (%) on the test rows, at most ``--max-rows-test`` of them (a seeded sample).
+
+Each result is appended to the CSV as soon as it is measured; results already there
+(same dataset, method, protocol, seed, budget and sweep) are skipped, so an
+interrupted run resumes. ``python -m benchmarks.report`` turns the CSV into
+``benchmarks/results/README.md`` and figures.
+
+    python -m benchmarks.fewshot --datasets adult_1p --methods qmatch vime supervised logreg \\
+        hgb --seeds 0 1 2 --budget cpu-small
+    python -m benchmarks.fewshot --datasets adult_1p --methods qmatch --queue-sizes 64 512 4096
+"""
+
+import argparse
+import csv
+import functools
+import itertools
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils import Bunch
+from tqdm import tqdm
+
+from qmatch_sklearn import METHODS, QMatchClassifier, SupervisedMLPClassifier
+from qmatch_sklearn.datasets import (
+    load_adult,
+    load_covtype,
+    load_higgs,
+    load_mnist,
+    load_paper_split,
+)
+
+from ._fewshot_params import (
+    BUDGETS,
+    DATASETS,
+    VARIANTS,
+    sklearn_baselines,
+    supervised_lr,
+    tuned_params,
+)
+
+RESULTS = Path(__file__).parent / "results" / "fewshot.csv"
+FIELDS = [
+    "dataset", "method", "protocol", "seed", "budget", "sweep", "accuracy",
+    "pretrain_seconds", "eval_seconds", "pretrain_epochs", "eval_epochs",
+    "n_pretext", "n_labeled", "n_test", "params", "machine", "finished",
+]
+#: The columns that identify a result: a row with the same values is not run again.
+KEY = ("dataset", "method", "protocol", "seed", "budget", "sweep")
+SELF_SUPERVISED = (*METHODS, *VARIANTS)
+SKLEARN = tuple(sklearn_baselines(0))
+ALL_METHODS = (*SELF_SUPERVISED, "supervised", *SKLEARN)
+#: Harness-level sweep parameter (which rows are labeled), not an encoder parameter.
+LABEL_FRACTION = "label_fraction"
+_LOADERS = {"adult": load_adult, "covtype": load_covtype, "higgs": load_higgs, "mnist": load_mnist}
+
+
+def protocols(method):
+    """The protocols a method is evaluated with."""
+    if method in SKLEARN:
+        return ("raw",)
+    if method == "supervised":
+        return ("finetune",)
+    return ("linear", "finetune")
+
+
+@functools.cache
+def _load_dataset(kind, data_home):
+    return _LOADERS[kind](data_home=data_home)
+
+
+def load_split(dataset, seed, data_home=None):
+    """``load_paper_split(dataset, random_state=seed)``, reading each file once per process."""
+    raw = _load_dataset(dataset.split("_")[0], data_home)
+    return load_paper_split(dataset, random_state=seed, dataset=raw)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pretraining: its encoder serves every protocol in ``todo``."""
+
+    dataset: str
+    method: str
+    seed: int
+    sweep: str  # canonical JSON of the swept parameters, "{}" for the main tables
+    todo: tuple
+
+    @property
+    def sweep_params(self):
+        return json.loads(self.sweep)
+
+
+@functools.lru_cache(maxsize=1)
+def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home):
+    """Preprocessed float32 pretext, labeled and test rows of one seed's split.
+
+    ``label_fraction`` None labels the split's ``train`` rows; a float labels that
+    share of the pretext rows instead (a seeded sample), for the label-scaling figure.
+    """
+    split = load_split(dataset, seed, data_home)
+    preprocessor = split.preprocessor.fit(split.pretext.X)
+    rng = np.random.RandomState(seed)  # the test sample first: the same for every sweep
+    test = np.arange(len(split.test.y))
+    if max_rows_test is not None and len(test) > max_rows_test:
+        test = np.sort(rng.choice(len(test), max_rows_test, replace=False))
+    labeled = split.train
+    if label_fraction is not None:
+        n_pretext = len(split.pretext.y)
+        rows = rng.choice(n_pretext, max(2, round(label_fraction * n_pretext)), replace=False)
+        labeled = Bunch(X=_rows(split.pretext.X, rows), y=np.asarray(split.pretext.y)[rows])
+
+    def as_float(X):
+        return np.asarray(preprocessor.transform(X), dtype=np.float32)
+
+    return Bunch(
+        X_pretext=as_float(split.pretext.X),
+        X_train=as_float(labeled.X), y_train=np.asarray(labeled.y),
+        X_test=as_float(_rows(split.test.X, test)), y_test=np.asarray(split.test.y)[test],
+    )
+
+
+def _rows(X, rows):
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
+def make_encoder(run, budget):
+    """The method's unfitted encoder: budget, then tuned values, then the sweep."""
+    base, variant_params = VARIANTS.get(run.method, (run.method, {}))
+    tuned, _ = tuned_params(run.method, run.dataset)
+    sweep = {k: v for k, v in run.sweep_params.items() if k != LABEL_FRACTION}
+    params = {**budget.network, **budget.pretext, **tuned, **variant_params, **sweep}
+    return METHODS[base](**params, random_state=run.seed)
+
+
+def make_classifier(run, protocol, budget, encoder):
+    """The unfitted downstream estimator of ``run.method`` under ``protocol``."""
+    if run.method in SKLEARN:
+        return sklearn_baselines(run.seed)[run.method]
+    common = {**budget.downstream, "random_state": run.seed}
+    if run.method == "supervised":
+        return SupervisedMLPClassifier(**budget.network, lr=supervised_lr(run.dataset), **common)
+    _, downstream_lr = tuned_params(run.method, run.dataset)
+    variant_params = VARIANTS.get(run.method, (run.method, {}))[1]
+    return QMatchClassifier(
+        FrozenEstimator(encoder), freeze_encoder=protocol == "linear",
+        lr=downstream_lr[protocol], **{**common, **variant_params},
+    )
+
+
+def describe(estimator):
+    """The parameters of ``estimator`` that differ from its defaults, nested, as JSON data.
+
+    ``random_state`` and ``verbose`` are left out (the seed is its own column).
+    """
+    if isinstance(estimator, Pipeline):
+        return {name: describe(step) for name, step in estimator.steps}
+    if isinstance(estimator, FrozenEstimator):
+        return describe(estimator.estimator)
+    defaults = type(estimator)().get_params(deep=False)
+    changed = {"estimator": type(estimator).__name__}
+    for name, value in estimator.get_params(deep=False).items():
+        if name in ("random_state", "verbose"):
+            continue
+        if hasattr(value, "get_params"):
+            changed[name] = describe(value)
+        elif value != defaults[name]:
+            changed[name] = list(value) if isinstance(value, tuple) else value
+    return changed
+
+
+def machine_description(budget):
+    """CPU model and threads, or the GPU's name when the budget's networks run on one."""
+    if budget.pretext.get("device") != "cpu" and torch.cuda.is_available():
+        return f"GPU {torch.cuda.get_device_name()}"
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        model = names[0] if names else model
+    return f"{model}, {os.cpu_count()} cores, torch {torch.get_num_threads()} thread(s)"
+
+
+def pretrain(run, budget, X_pretext):
+    """Fit the run's encoder on the pretext rows; (None, 0) for methods without one."""
+    if run.method not in SELF_SUPERVISED:
+        return None, 0.0
+    encoder = make_encoder(run, budget)
+    start = time.perf_counter()
+    encoder.fit(X_pretext)
+    return encoder, time.perf_counter() - start
+
+
+def execute(run, budget, max_rows_test, data_home, machine):
+    """Pretrain once, then yield one CSV row per protocol of ``run.todo``."""
+    data = prepare_data(run.dataset, run.seed, run.sweep_params.get(LABEL_FRACTION),
+                        max_rows_test, data_home)
+    encoder, pretrain_seconds = pretrain(run, budget, data.X_pretext)
+    for protocol in run.todo:
+        classifier = make_classifier(run, protocol, budget, encoder)
+        start = time.perf_counter()
+        classifier.fit(data.X_train, data.y_train)
+        accuracy = 100 * classifier.score(data.X_test, data.y_test)
+        params = {"budget": budget.name, "sweep": run.sweep_params,
+                  "max_rows_test": max_rows_test, "model": describe(classifier)}
+        yield {
+            "dataset": run.dataset, "method": run.method, "protocol": protocol,
+            "seed": run.seed, "budget": budget.name, "sweep": run.sweep,
+            "accuracy": round(accuracy, 4),
+            "pretrain_seconds": round(pretrain_seconds, 2),
+            "eval_seconds": round(time.perf_counter() - start, 2),
+            "pretrain_epochs": getattr(encoder, "n_epochs_", ""),
+            "eval_epochs": getattr(classifier, "n_epochs_", ""),
+            "n_pretext": len(data.X_pretext), "n_labeled": len(data.y_train),
+            "n_test": len(data.y_test), "params": json.dumps(params, sort_keys=True),
+            "machine": machine, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+
+
+def read_done(path):
+    """The KEY tuples (as strings) of the results already in the CSV at ``path``."""
+    if not path.exists():
+        return set()
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != FIELDS:
+            raise ValueError(f"{path} has columns {reader.fieldnames}, expected {FIELDS}.")
+        return {tuple(row[k] for k in KEY) for row in reader}
+
+
+def append_row(path, row):
+    """Append one result, writing the header first into a new file."""
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+def sweeps(args):
+    """The swept parameter sets, as canonical JSON; ["{}"] without a sweep option."""
+    if args.queue_sizes:
+        grid = [{"queue_size": k} for k in args.queue_sizes]
+    elif args.corruption_grid:
+        grid = [{"student_corruption": s, "teacher_corruption": t}
+                for s, t in itertools.product(args.corruption_grid, repeat=2)]
+    elif args.label_fractions:
+        grid = [{LABEL_FRACTION: f} for f in args.label_fractions]
+    else:
+        grid = [{}]
+    return [json.dumps(params, sort_keys=True) for params in grid]
+
+
+def pending_runs(args, budget, done):
+    """Every run with at least one protocol missing from ``done``, data-sharing runs adjacent."""
+    runs = []
+    for dataset, seed, sweep, method in itertools.product(
+        args.datasets, args.seeds, sweeps(args), args.methods
+    ):
+        todo = tuple(p for p in protocols(method)
+                     if (dataset, method, p, str(seed), budget.name, sweep) not in done)
+        if todo:
+            runs.append(Run(dataset, method, seed, sweep, todo))
+    return runs
+
+
+def check_sweep_methods(parser, args):
+    """Encoder sweeps need methods whose encoder has the swept parameters."""
+    swept = {k for sweep in sweeps(args) for k in json.loads(sweep) if k != LABEL_FRACTION}
+    for method in args.methods if swept else ():
+        base = VARIANTS.get(method, (method, {}))[0]
+        if base not in METHODS or not swept <= set(METHODS[base]().get_params()):
+            parser.error(f"the sweep over {sorted(swept)} needs encoder parameters that "
+                         f"{method!r} does not have; use e.g. --methods qmatch.")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(ALL_METHODS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--budget", choices=sorted(BUDGETS), default="cpu-small")
+    parser.add_argument("--max-rows-test", type=int, default=None,
+                        help="score at most this many test rows (default: the budget's)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--data-home", default=None, help="folder of the raw dataset files")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    sweep = parser.add_mutually_exclusive_group()
+    sweep.add_argument("--queue-sizes", nargs="+", type=int,
+                       help="sweep the Q-Match queue size (figure: linear accuracy vs K)")
+    sweep.add_argument("--corruption-grid", nargs="+", type=float,
+                       help="sweep student x teacher corruption over these values (heatmap)")
+    sweep.add_argument("--label-fractions", nargs="+", type=float,
+                       help="label this share of the pretext rows instead of the split's "
+                            "train rows (figure: accuracy vs fraction of labels)")
+    args = parser.parse_args(argv)
+    check_sweep_methods(parser, args)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    budget = BUDGETS[args.budget]
+    max_rows_test = budget.max_rows_test if args.max_rows_test is None else args.max_rows_test
+    machine = machine_description(budget)
+    runs = pending_runs(args, budget, read_done(args.out))
+    progress = tqdm(runs, unit="run", desc=f"few-shot ({budget.name})")
+    for run in progress:
+        progress.set_postfix_str(f"{run.dataset} {run.method} seed {run.seed} {run.sweep}")
+        for row in execute(run, budget, max_rows_test, args.data_home, machine):
+            append_row(args.out, row)
+            progress.write(f"{row['dataset']} {row['method']} {row['protocol']} seed {row['seed']} "
+                           f"{row['sweep']}: {row['accuracy']:.2f}% (pretrain "
+                           f"{row['pretrain_seconds']} s, eval {row['eval_seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

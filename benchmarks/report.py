@@ -1,0 +1,391 @@
+"""Regenerate ``benchmarks/results/README.md`` and its figures from ``fewshot.csv``.
+
+Every number and every figure comes from rows of the CSV; a figure whose runs are
+not in the CSV is not drawn, and the README gives the command that produces them.
+
+    python -m benchmarks.report
+"""
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from qmatch_sklearn import QMatchClassifier
+
+from ._fewshot_params import BUDGETS
+from .fewshot import ALL_METHODS, LABEL_FRACTION, RESULTS, SKLEARN
+
+#: Dataset columns in the paper's order, with the paper's headings.
+DATASET_TITLES = {
+    "covtype_1p": "Cover Type 1%", "higgs_1p": "Higgs100k 1%", "adult_1p": "Adult 1%",
+    "mnist_1p": "MNIST 1%",
+}
+#: Pretext rows of the paper's configurations; other sizes are flagged as not comparable.
+PAPER_PRETEXT_ROWS = {"covtype_1p": 113_400, "higgs_1p": 98_000, "adult_1p": 8_170,
+                      "mnist_1p": 57_000}
+METHOD_TITLES = {
+    "supervised": "Supervised Baseline", "tabnet": "TabNet", "dino": "DINO", "imix": "i-Mix",
+    "simclr_large": "SimCLR (large batch)", "simsiam": "SimSiam", "vime": "VIME",
+    "vicreg": "VICReg", "simclr": "SimCLR", "qmatch": "Q-Match",
+    "logreg": "LogisticRegression", "hgb": "HistGradientBoostingClassifier",
+    "mlp": "MLPClassifier",
+}
+# The paper's Table 4 (tab:big_table_lc) and Table 5 (tab:big_table), copied from the .tex:
+# per method, (mean, std) for Cover Type, Higgs100k, Adult, MNIST (1% labels), then the rank.
+PAPER = {
+    "linear": {
+        "supervised": ((70.45, .18), (60.39, .39), (78.63, .20), (85.97, .15), 5.3),
+        "tabnet": ((51.28, 3.51), (61.15, .56), (76.46, .41), (24.20, 6.57), 8.8),
+        "dino": ((57.18, 4.61), (56.87, 1.66), (76.84, .85), (64.63, 3.59), 8.5),
+        "imix": ((67.90, .45), (60.19, .40), (75.62, .79), (90.66, .32), 7.3),
+        "simclr_large": ((66.87, .25), (64.22, 1.08), (76.66, 1.95), (91.01, .68), 6.0),
+        "simsiam": ((64.66, 1.22), (60.11, 1.55), (78.75, 2.28), (92.98, .53), 5.8),
+        "vime": ((68.42, .31), (64.37, .62), (79.01, 2.26), (88.02, .59), 4.3),
+        "vicreg": ((64.86, .16), (65.81, .34), (76.67, 1.93), (97.36, .25), 4.3),
+        "simclr": ((69.66, .16), (65.42, .22), (76.87, .52), (91.84, .16), 3.8),
+        "qmatch": ((70.90, .36), (66.84, .34), (80.33, .47), (97.13, .23), 1.3),
+    },
+    "finetune": {
+        "supervised": ((71.63, .25), (58.41, .14), (78.14, .72), (88.98, .30), 6.8),
+        "tabnet": ((70.58, .63), (61.80, 1.00), (77.25, 1.28), (86.70, 1.33), 8.0),
+        "simclr_large": ((69.73, .71), (58.18, 1.99), (77.72, 1.66), (92.54, .62), 8.0),
+        "simsiam": ((71.80, .11), (60.87, 1.96), (68.99, 6.52), (93.05, .46), 6.0),
+        "imix": ((71.30, .35), (61.98, .45), (77.83, .88), (92.00, .22), 6.0),
+        "dino": ((72.43, .5), (55.76, 3.17), (78.22, .66), (89.58, .93), 5.8),
+        "vicreg": ((68.66, .34), (60.86, 4.09), (80.36, .29), (97.47, .10), 5.0),
+        "simclr": ((71.77, .30), (63.49, .60), (79.09, .78), (93.13, .27), 3.5),
+        "vime": ((71.51, .24), (64.42, .80), (80.50, 1.74), (93.54, .12), 3.0),
+        "qmatch": ((72.42, .37), (66.03, 1.01), (77.75, 1.89), (96.44, .41), 3.0),
+    },
+}
+PROTOCOL_TITLES = {"linear": "Linear evaluation (paper Table 4)",
+                   "finetune": "Fine-tuning (paper Table 5)"}
+#: Where our row of a paper table comes from when it is not (method, protocol) itself.
+OUR_SOURCE = {("linear", "supervised"): ("logreg", "raw")}
+_COMMAND = "python -m benchmarks.fewshot"
+
+
+def read_results(path):
+    """The CSV with the sweep parsed into columns of its own (NaN where not swept)."""
+    frame = pd.read_csv(path, dtype={"sweep": str})
+    swept = pd.json_normalize(frame["sweep"].map(json.loads).tolist())
+    return frame.join(swept.set_index(frame.index)), list(swept.columns)
+
+
+def mean_std(values):
+    """'mean ± std (n)' of accuracies (sample std); 'value (1)' for a single seed."""
+    if len(values) == 1:
+        return f"{values.iloc[0]:.2f} (1)"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f} ({len(values)})"
+
+
+def average_ranks(means):
+    """Per method, the rank (1 = best) averaged over the datasets it has results on."""
+    return means.rank(axis=0, ascending=False).mean(axis=1)
+
+
+def paper_table(main, protocol):
+    """Markdown lines of one paper table, our mean ± std (seeds) beside the paper's numbers."""
+    datasets = [d for d in DATASET_TITLES if d in set(main["dataset"])]
+    ours = {}
+    for method in PAPER[protocol]:
+        source, source_protocol = OUR_SOURCE.get((protocol, method), (method, protocol))
+        rows = main[(main["method"] == source) & (main["protocol"] == source_protocol)]
+        if len(rows):
+            ours[method] = rows.groupby("dataset")["accuracy"]
+    means = pd.DataFrame({m: groups.mean() for m, groups in ours.items()}).T
+    ranks = average_ranks(means.reindex(columns=datasets)) if len(means) else pd.Series()
+    header = ["Algorithm"] + [f"{DATASET_TITLES[d]} {who}" for d in datasets
+                              for who in ("ours", "paper")]
+    header += ["rank ours", "rank paper"]
+    lines = [_row(header), _row(["---"] * len(header))]
+    for method, (*paper_cells, paper_rank) in PAPER[protocol].items():
+        cells = [METHOD_TITLES[method]]
+        for dataset in datasets:
+            groups = ours.get(method)
+            present = groups is not None and dataset in groups.groups
+            cells.append(mean_std(groups.get_group(dataset)) if present else "not run")
+            mean, std = paper_cells[list(DATASET_TITLES).index(dataset)]
+            cells.append(f"{mean:.2f} ± {std:.2f}")
+        cells.append(f"{ranks[method]:.1f}" if method in ranks else "-")
+        cells.append(f"{paper_rank:.1f}")
+        lines.append(_row(cells))
+    return lines
+
+
+def sklearn_table(main):
+    """Markdown lines: the scikit-learn classifiers on the preprocessed features."""
+    datasets = [d for d in DATASET_TITLES if d in set(main["dataset"])]
+    lines = [_row(["Classifier (raw features)", *(DATASET_TITLES[d] for d in datasets)]),
+             _row(["---"] * (len(datasets) + 1))]
+    for method in SKLEARN:
+        rows = main[main["method"] == method]
+        if len(rows):
+            groups = rows.groupby("dataset")["accuracy"]
+            cells = [mean_std(groups.get_group(d)) if d in groups.groups else "not run"
+                     for d in datasets]
+            lines.append(_row([METHOD_TITLES[method], *cells]))
+    return lines
+
+
+def wall_time_lines(frame):
+    """Total compute of the rows (each pretraining counted once) and seconds per seed."""
+    per_run = frame.groupby(["dataset", "method", "seed", "sweep"], sort=False).agg(
+        pretrain=("pretrain_seconds", "first"), evaluate=("eval_seconds", "sum"))
+    per_run["total"] = per_run["pretrain"] + per_run["evaluate"]
+    lines = [f"{len(frame)} results in {_minutes(frame):.1f} min "
+             f"({per_run['pretrain'].sum() / 60:.1f} min pretraining, "
+             f"{per_run['evaluate'].sum() / 60:.1f} min downstream fits and scoring) on: "
+             + "; ".join(sorted(set(frame["machine"]))) + ". Seconds per seed "
+             "(pretraining once + every protocol's fit and scoring), mean over seeds:", ""]
+    seconds = per_run.groupby(["method", "dataset"])["total"].mean().unstack()
+    seconds = seconds.reindex([m for m in ALL_METHODS if m in seconds.index])
+    datasets = [d for d in DATASET_TITLES if d in seconds.columns]
+    lines += [_row(["Method", *(DATASET_TITLES[d] for d in datasets)]),
+              _row(["---"] * (len(datasets) + 1))]
+    for method, row in seconds.iterrows():
+        lines.append(_row([METHOD_TITLES[method],
+                           *("-" if np.isnan(row[d]) else f"{row[d]:.1f}" for d in datasets)]))
+    lines += ["", *first_epoch_stops(frame)]
+    encoders = frame[frame["pretrain_epochs"].notna()]
+    if len(encoders):
+        epochs = encoders.groupby("dataset")["pretrain_epochs"].agg(["mean", "max"])
+        lines += ["", "Pretext epochs run (mean, max): " + ", ".join(
+            f"{DATASET_TITLES[d]} {row['mean']:.1f}, {row['max']:.0f}"
+            for d, row in epochs.iterrows()) + "."]
+    return lines
+
+
+def first_epoch_stops(frame):
+    """Downstream fits whose best validation epoch was the first: they ran patience + 1 epochs."""
+    fits = frame[frame["eval_epochs"].notna()]
+    stopped = fits[fits["eval_epochs"] == QMatchClassifier().patience + 1]
+    if not len(stopped):
+        return []
+    listed = ", ".join(f"{r.method} {r.protocol} {DATASET_TITLES[r.dataset]} seed {r.seed} "
+                       f"({r.accuracy:.1f}%)" for r in stopped.itertuples())
+    patience = QMatchClassifier().patience
+    return [(f"Downstream fits whose best epoch on the held-out 10% of the labeled rows was the "
+             f"first (they stopped after {patience + 1} epochs, the head barely trained): "
+             f"{len(stopped)} of {len(fits)}: {listed}.")]
+
+
+def _minutes(frame):
+    """Compute time of the rows in minutes, each pretraining counted once."""
+    runs = frame.drop_duplicates(["dataset", "method", "seed", "sweep"])
+    return (runs["pretrain_seconds"].sum() + frame["eval_seconds"].sum()) / 60
+
+
+def size_notes(frame):
+    """Warn about datasets whose pretext size is not the paper's (e.g. the HIGGS sample)."""
+    lines = []
+    for dataset, n_pretext in frame.groupby("dataset")["n_pretext"].max().items():
+        if n_pretext != PAPER_PRETEXT_ROWS[dataset]:
+            lines.append(f"**{DATASET_TITLES[dataset]}: {n_pretext:,} pretext rows instead of "
+                         f"the paper's {PAPER_PRETEXT_ROWS[dataset]:,} (a scaled-down sample); "
+                         "these numbers are not comparable with the paper's.**")
+    return lines
+
+
+def reproduce_command(frame, budget):
+    """The harness command that (re)produces the given rows."""
+    datasets = [d for d in DATASET_TITLES if d in set(frame["dataset"])]
+    methods = list(dict.fromkeys(frame["method"]))
+    seeds = sorted(set(frame["seed"]))
+    return (f"{_COMMAND} --datasets {' '.join(datasets)} --methods {' '.join(methods)} "
+            f"--seeds {' '.join(map(str, seeds))} --budget {budget}")
+
+
+def budget_section(frame, budget):
+    """README lines for one budget: the two paper tables, the sklearn table, the times."""
+    main = frame[frame["sweep"] == "{}"]
+    lines = [f"## Budget `{budget}`", "", f"Budget: {BUDGETS[budget].note}.", "",
+             "Re-run (results already in the CSV are skipped) or complete these tables with:", "",
+             f"    {reproduce_command(main, budget)}", ""]
+    lines += size_notes(main) + [""]
+    for protocol in PAPER:
+        lines += [f"### {PROTOCOL_TITLES[protocol]}", ""] + paper_table(main, protocol) + [""]
+    lines += ["### scikit-learn on the preprocessed features (the same labeled rows)", ""]
+    lines += sklearn_table(main) + ["", "### Wall time", ""] + wall_time_lines(main) + [""]
+    return lines
+
+
+def _row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _subplots(n):
+    figure, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.6), squeeze=False)
+    return figure, axes[0]
+
+
+def plot_label_fractions(rows, path):
+    """Accuracy vs fraction of pretext rows labeled: one panel per (dataset, budget, protocol)."""
+    panels = list(rows.groupby(["dataset", "budget", "protocol"]))
+    figure, axes = _subplots(len(panels))
+    for ax, ((dataset, budget, protocol), panel) in zip(axes, panels):
+        for method, curve in panel.groupby("method"):
+            stats = curve.groupby(LABEL_FRACTION)["accuracy"].agg(["mean", "std"]).fillna(0)
+            ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o", capsize=3,
+                        label=METHOD_TITLES[method])
+        ax.set(xscale="log", xlabel="fraction of pretext rows labeled", ylabel="test accuracy (%)",
+               title=f"{DATASET_TITLES[dataset]}, {protocol} ({budget})")
+        ax.legend(fontsize="small")
+    _save(figure, path)
+
+
+def plot_queue_sizes(rows, path):
+    """Q-Match linear accuracy vs queue size, every seed as a dot and the mean ± std."""
+    panels = list(rows.groupby(["dataset", "budget"]))
+    figure, axes = _subplots(len(panels))
+    for ax, ((dataset, budget), panel) in zip(axes, panels):
+        stats = panel.groupby("queue_size")["accuracy"].agg(["mean", "std"]).fillna(0)
+        ax.scatter(panel["queue_size"], panel["accuracy"], s=10, alpha=0.5, color="gray")
+        ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o", capsize=3)
+        ax.set(xscale="log", xlabel="queue size K", ylabel="linear test accuracy (%)",
+               title=f"{DATASET_TITLES[dataset]} ({budget})")
+        ax.set_xscale("log", base=2)
+    _save(figure, path)
+
+
+def plot_corruption(rows, path):
+    """Q-Match linear accuracy over student x teacher corruption (mean over seeds)."""
+    panels = list(rows.groupby(["dataset", "budget"]))
+    figure, axes = _subplots(len(panels))
+    for ax, ((dataset, budget), panel) in zip(axes, panels):
+        grid = panel.pivot_table(index="teacher_corruption", columns="student_corruption",
+                                 values="accuracy", aggfunc="mean")
+        image = ax.imshow(grid.values, origin="lower", cmap="viridis")
+        ax.set_xticks(range(grid.shape[1]), [f"{v:g}" for v in grid.columns])
+        ax.set_yticks(range(grid.shape[0]), [f"{v:g}" for v in grid.index])
+        for (i, j), value in np.ndenumerate(grid.values):
+            ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=7, color="w")
+        ax.set(xlabel="student corruption", ylabel="teacher corruption",
+               title=f"{DATASET_TITLES[dataset]} ({budget})")
+        figure.colorbar(image, ax=ax, label="linear test accuracy (%)")
+    _save(figure, path)
+
+
+def _save(figure, path):
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: its file, title, the sweep columns that select its rows, the protocols it
+    reads, how it is drawn, and the harness arguments that produce its runs."""
+
+    filename: str
+    title: str
+    columns: tuple
+    protocols: tuple
+    draw: Callable
+    arguments: str
+
+
+FIGURES = [
+    Figure("label_fraction.png", "Accuracy vs fraction of labels", (LABEL_FRACTION,),
+           ("linear", "finetune", "raw"), plot_label_fractions,
+           "--datasets adult_1p --methods qmatch vime supervised logreg --seeds 0 1 2 "
+           "--label-fractions 0.01 0.1 0.2 1.0"),
+    Figure("queue_size.png", "Q-Match linear accuracy vs queue size", ("queue_size",),
+           ("linear",), plot_queue_sizes,
+           "--datasets covtype_1p mnist_1p --methods qmatch --seeds 0 1 2 "
+           "--queue-sizes 64 256 1024 4096"),
+    Figure("corruption_heatmap.png", "Q-Match linear accuracy vs student/teacher corruption",
+           ("student_corruption", "teacher_corruption"), ("linear",), plot_corruption,
+           "--datasets covtype_1p --methods qmatch --seeds 0 --corruption-grid 0 0.1 0.3 0.5 0.7"),
+]
+
+
+def figure_section(frame, swept, out_dir):
+    """Draw each figure whose runs are in the CSV; otherwise say how to produce them."""
+    lines = ["## Figures", ""]
+    for figure in FIGURES:
+        path = out_dir / figure.filename
+        selected = frame[frame["protocol"].isin(figure.protocols)]
+        for column in figure.columns:
+            selected = selected[selected[column].notna()] if column in swept else selected[:0]
+        lines += [f"### {figure.title}", ""]
+        if len(selected):
+            figure.draw(selected, path)
+            lines += [f"![{figure.title}]({figure.filename})", "",
+                      (f"From {len(selected)} results ({_seed_summary(selected)}; "
+                       f"{_minutes(selected):.1f} min of compute)."), ""]
+        else:
+            path.unlink(missing_ok=True)
+            lines += ["No runs in the CSV yet. Produce them with:", "",
+                      f"    {_COMMAND} {figure.arguments}", ""]
+    return lines
+
+
+def _seed_summary(rows):
+    return "; ".join(f"{DATASET_TITLES[d]}, budget {b}: seeds {sorted(set(g['seed']))}"
+                     for (d, b), g in rows.groupby(["dataset", "budget"]))
+
+
+HEADER = """\
+# Few-shot benchmark (1% labels): the paper's Tables 4 and 5 on this library
+
+Generated by `python -m benchmarks.report` from `fewshot.csv`, which
+`python -m benchmarks.fewshot` fills (see its docstring for the protocol). Every number
+and figure below comes from a row of the CSV.
+
+- **Cells:** our test accuracy (%) as mean ± sample std over seeds (number of seeds), beside
+  the paper's (5 trials). "not run": no result yet. Ranks: 1 = best, averaged over the
+  datasets shown (ours: among the methods that have a result on each dataset).
+- **Per seed** the split, the labeled rows, the network initialisation and the test sample
+  change (`load_paper_split(random_state=seed)`); the paper varied only the initialisation.
+- **Hyper-parameters:** the paper's tuned values (`benchmarks/_fewshot_params.py`, from
+  `reference_impl.md` §8.2); no search was run here. Each encoder is pretrained once, with
+  the linear-protocol (LC) pretext values, and serves both protocols; the reference pretrains
+  separately per protocol. The downstream learning rate follows the protocol.
+- **Labels:** every method sees only the labels of the split's `train` rows. The torch
+  classifiers hold out 10% of them to early-stop on the validation loss (library defaults,
+  at most 500 epochs, patience 32); the paper early-stops on the separate `val` split's
+  accuracy. Pretext early stopping uses 10% of the pretext rows.
+- **Supervised Baseline:** fine-tuning row = `SupervisedMLPClassifier` (same network from
+  random weights); linear row = `StandardScaler + LogisticRegression` on the preprocessed
+  inputs (the paper's supervised linear classifier is a logistic regression on the inputs
+  trained with AdamW).
+- **Times** are wall seconds on a shared machine where other jobs sometimes ran: read them
+  as rough.
+- **Networks:** the budget's MLP, not the paper's 63M-parameter i-Mix network (budget
+  `paper`), so differences from the paper's numbers are expected.
+
+Other studies in this folder: `defaults.md` (how the defaults were chosen),
+`early_stopping.md` (validation loss vs accuracy), `throughput.md` (training speed).
+"""
+
+
+def write_readme(frame, swept, out_dir):
+    lines = HEADER.splitlines() + [""]
+    for budget in sorted(set(frame["budget"])):
+        lines += budget_section(frame[frame["budget"] == budget], budget)
+    lines += figure_section(frame, swept, out_dir)
+    (out_dir / "README.md").write_text("\n".join(lines).rstrip() + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=RESULTS)
+    parser.add_argument("--out-dir", type=Path, default=RESULTS.parent)
+    args = parser.parse_args(argv)
+    frame, swept = read_results(args.csv)
+    write_readme(frame, swept, args.out_dir)
+    print(f"wrote {args.out_dir / 'README.md'}")
+
+
+if __name__ == "__main__":
+    main()
