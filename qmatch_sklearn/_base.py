@@ -19,7 +19,6 @@ from ._engine import PretextNet, batched_forward, keep_trained, train_net
 from ._networks import build_encoder, isolated_global_rng
 from ._version import __version__
 
-
 SHARED_PARAMETERS_DOC = """\
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
@@ -241,9 +240,10 @@ def keyword_only_init(defaults):
             setattr(self, name, params.get(name, default))
 
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    keyword_only = inspect.Parameter.KEYWORD_ONLY
     __init__.__signature__ = inspect.Signature(
         [self_parameter]
-        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in defaults.items()]
+        + [inspect.Parameter(name, keyword_only, default=d) for name, d in defaults.items()]
     )
     return __init__
 
@@ -300,7 +300,8 @@ class BasePretextEncoder(
         train, valid = split_rows(len(X), self.validation_fraction, split_seed)
 
         with isolated_global_rng():
-            module, criterion = self._build_pretext(X.shape[1], torch.Generator().manual_seed(init_seed))
+            init_generator = torch.Generator().manual_seed(init_seed)
+            module, criterion = self._build_pretext(X.shape[1], init_generator)
         net = train_net(
             PretextNet,
             self,

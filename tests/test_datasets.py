@@ -13,6 +13,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from qmatch_sklearn.datasets import (
+    _fetch,
     get_data_home,
     load_adult,
     load_covtype,
@@ -20,7 +21,6 @@ from qmatch_sklearn.datasets import (
     load_mnist,
     load_paper_split,
 )
-from qmatch_sklearn.datasets import _fetch
 from qmatch_sklearn.datasets._splits import CONFIGS
 
 from .conftest import SHARED_DATA

@@ -35,7 +35,8 @@ def test_transform_returns_float32_embeddings_with_names(data, fitted):
     assert Z.shape == (300, 8) and Z.dtype == np.float32
     assert list(fitted.get_feature_names_out()) == [f"qmatchencoder{i}" for i in range(8)]
     df = pd.DataFrame(data[0], columns=[f"c{i}" for i in range(10)])
-    out = QMatchEncoder(**tiny_encoder_params()).set_output(transform="pandas").fit(df).transform(df)
+    encoder = QMatchEncoder(**tiny_encoder_params()).set_output(transform="pandas")
+    out = encoder.fit(df).transform(df)
     assert isinstance(out, pd.DataFrame) and list(out.columns)[0] == "qmatchencoder0"
 
 
@@ -147,7 +148,8 @@ def test_errors_name_the_problem(data):
 
 
 def test_imix_architecture_has_maxout(data):
-    enc = QMatchEncoder(**tiny_encoder_params(architecture="imix", hidden_sizes=(16, 32))).fit(data[0])
+    params = tiny_encoder_params(architecture="imix", hidden_sizes=(16, 32))
+    enc = QMatchEncoder(**params).fit(data[0])
     layers = [type(layer).__name__ for layer in enc.network_]
     assert "Maxout" in layers
     assert enc.network_[-1].in_features == 8 and enc.transform(data[0][:3]).shape == (3, 8)
@@ -216,7 +218,8 @@ def test_cuda_request_without_cuda_falls_back_to_cpu_with_a_warning(data, monkey
     with pytest.warns(UserWarning, match="CUDA is not available"):
         enc = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1)).fit(data[0])
     assert enc.device_ == "cpu"
-    assert QMatchEncoder(**tiny_encoder_params(device="auto", max_epochs=1)).fit(data[0]).device_ == "cpu"
+    auto = QMatchEncoder(**tiny_encoder_params(device="auto", max_epochs=1)).fit(data[0])
+    assert auto.device_ == "cpu"
 
 
 def test_verbose_shows_a_progress_bar_over_epochs(data, capsys):

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pandas as pd
-import pytest
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification

@@ -94,7 +94,8 @@ def test_dino_loss():
     center = rng.normal(size=6)
 
     def h(teacher, student):
-        return -(softmax((teacher - center) / 0.04, 1) * log_softmax(student / 0.15, 1)).sum(1).mean()
+        p_t = softmax((teacher - center) / 0.04, 1)
+        return -(p_t * log_softmax(student / 0.15, 1)).sum(1).mean()
 
     expected = (h(t_a, s_b) + h(t_b, s_a)) / 2
     got = dino_loss(t(s_a), t(s_b), t(t_a), t(t_b), t(center), 0.15, 0.04)

@@ -44,7 +44,9 @@ class QMatchModule(PretextModule):
     embeddings enter the queue, as in Algorithm 1.
     """
 
-    def __init__(self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay):
+    def __init__(
+        self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay
+    ):
         super().__init__(encoder)
         self.projector = projector
         self.teacher = make_teacher(nn.Sequential(encoder, projector))

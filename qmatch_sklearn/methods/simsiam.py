@@ -17,9 +17,9 @@ from ._base import Criterion, TwoViewModule
 
 def simsiam_loss(p_a, p_b, z_a, z_b):
     """L = D(p_a, sg(z_b)) / 2 + D(p_b, sg(z_a)) / 2, D = negative cosine (SimSiam eq. 4)."""
-    return -(
-        F.cosine_similarity(p_a, z_b.detach()).mean() + F.cosine_similarity(p_b, z_a.detach()).mean()
-    ) / 2
+    agreement_a = F.cosine_similarity(p_a, z_b.detach()).mean()
+    agreement_b = F.cosine_similarity(p_b, z_a.detach()).mean()
+    return -(agreement_a + agreement_b) / 2
 
 
 def simsiam_projector(n_in, sizes):
@@ -99,4 +99,5 @@ class SimSiamEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         projector = lecun_normal_(simsiam_projector(self.embedding_dim, sizes), generator)
         predictor = lecun_normal_(MLP(sizes[-1], (int(self.predictor_width), sizes[-1])), generator)
-        return SimSiamModule(encoder, projector, predictor, self.corruption), Criterion(simsiam_loss)
+        module = SimSiamModule(encoder, projector, predictor, self.corruption)
+        return module, Criterion(simsiam_loss)
