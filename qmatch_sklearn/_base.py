@@ -123,10 +123,14 @@ def draw_seeds(random_state, n):
 
 
 def split_rows(n_samples, validation_fraction, seed, stratify=None):
-    """Indices (train, validation); validation is None when the fraction is None."""
-    indices = np.arange(n_samples)
+    """Row selectors (train, validation).
+
+    Without validation (``validation_fraction=None``) train is ``slice(None)``,
+    so indexing with it takes a view instead of copying every row.
+    """
     if validation_fraction is None:
-        return indices, None
+        return slice(None), None
+    indices = np.arange(n_samples)
     train, valid = train_test_split(
         indices, test_size=validation_fraction, random_state=seed, stratify=stratify
     )
