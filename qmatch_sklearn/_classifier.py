@@ -77,7 +77,7 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, X_val=None, y_val=None):
         """Fit on ``X``; rows whose label is -1 are unlabeled.
 
         Parameters
@@ -85,6 +85,10 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Class labels; -1 marks an unlabeled row.
+        X_val, y_val : array-like, default=None
+            A fixed validation set for early stopping (e.g. a paper split's
+            ``val`` rows). When given, every labeled row of ``X`` trains and
+            ``validation_fraction`` is ignored. Give both or neither.
 
         Returns
         -------
@@ -116,25 +120,37 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
             )
         if self._frozen():
             # A frozen encoder is a fixed feature map: embed once, train the head.
-            inputs = batched_forward(encoder_network, X_labeled, device, embedding_dim)
+            def prepare(rows):
+                return batched_forward(encoder_network, rows, device, embedding_dim)
+
             module = head
         else:
-            encoder_network.requires_grad_(True)
-            inputs, module = X_labeled, torch.nn.Sequential(encoder_network, head)
+            def prepare(rows):
+                return rows
 
-        train, valid = split_rows(
-            len(targets),
-            self.validation_fraction,
-            split_seed,
-            stratify=_stratify_or_none(targets, self.validation_fraction),
-        )
+            encoder_network.requires_grad_(True)
+            module = torch.nn.Sequential(encoder_network, head)
+
+        inputs = prepare(X_labeled)
+        if X_val is not None or y_val is not None:
+            X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
+            train_data, valid_data = (inputs, targets), (prepare(X_val), targets_val)
+        else:
+            train, valid = split_rows(
+                len(targets),
+                self.validation_fraction,
+                split_seed,
+                stratify=_stratify_or_none(targets, self.validation_fraction),
+            )
+            train_data = (inputs[train], targets[train])
+            valid_data = None if valid is None else (inputs[valid], targets[valid])
         net = train_net(
             FineTuneNet,
             self,
             module,
             torch.nn.CrossEntropyLoss,
-            (inputs[train], targets[train]),
-            None if valid is None else (inputs[valid], targets[valid]),
+            train_data,
+            valid_data,
             device=device,
             seed=data_seed,
             monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
@@ -144,6 +160,24 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         keep_trained(self, torch.nn.Sequential(encoder_network, head), net, device)
         self.classes_ = label_encoder.classes_
         return self
+
+    def _check_validation_set(self, X_val, y_val, label_encoder):
+        """The validation rows as float32 and their labels as class indices."""
+        if X_val is None or y_val is None:
+            raise ValueError("Pass both X_val and y_val, or neither.")
+        X_val = check_features(self, X_val, reset=False)
+        y_val = np.asarray(y_val)
+        if len(X_val) != len(y_val) or len(X_val) == 0:
+            raise ValueError(
+                f"X_val and y_val need the same, non-zero number of rows; got {len(X_val)} "
+                f"and {len(y_val)}."
+            )
+        unseen = np.setdiff1d(y_val, label_encoder.classes_)
+        if len(unseen):
+            raise ValueError(
+                f"y_val has labels not among the labeled rows of y: {unseen.tolist()}."
+            )
+        return X_val, label_encoder.transform(y_val).astype(np.int64)
 
     def _logits(self, X):
         check_is_fitted(self)

@@ -122,3 +122,29 @@ def test_early_stopping_watches_the_chosen_score(data, scoring, column, best):
     # strict improvement: the first epoch reaching the best value is kept
     assert clf.best_epoch_ == int(best(values)) + 1
     assert clf.n_epochs_ == clf.best_epoch_ + 3
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_a_fixed_validation_set_drives_early_stopping(data, freeze):
+    X, y = data
+    clf = _classifier(freeze_encoder=freeze, patience=3, max_epochs=200)
+    clf.fit(X[:300], y[:300], X_val=X[300:], y_val=y[300:])
+    validated_rows = sum(b["valid_batch_size"] for b in clf.history_[-1]["batches"]
+                         if "valid_batch_size" in b)
+    trained_rows = sum(b["train_batch_size"] for b in clf.history_[-1]["batches"]
+                       if "train_batch_size" in b)
+    assert validated_rows == 100 and trained_rows == 300  # validation_fraction is ignored
+    assert clf.best_epoch_ == int(np.argmin(clf.history_[:, "valid_loss"])) + 1
+    assert clf.score(X[300:], y[300:]) > 0.5
+
+
+def test_validation_set_errors_name_the_problem(data):
+    X, y = data
+    with pytest.raises(ValueError, match="both X_val and y_val"):
+        _classifier().fit(X, y, X_val=X[:10])
+    with pytest.raises(ValueError, match="labels not among the labeled rows"):
+        _classifier().fit(X, y, X_val=X[:3], y_val=[0, 1, 7])
+    with pytest.raises(ValueError, match="same, non-zero number of rows"):
+        _classifier().fit(X, y, X_val=X[:3], y_val=[0, 1])
+    with pytest.raises(ValueError, match="X has 4 features"):
+        _classifier().fit(X, y, X_val=X[:3, :4], y_val=[0, 1, 1])
