@@ -31,6 +31,8 @@ from sklearn.preprocessing import StandardScaler
 
 from qmatch_sklearn import QMatchEncoder
 
+from ._labels import labeled_rows
+
 CANDIDATES = [
     {},
     {"queue_size": 1024},
@@ -50,10 +52,7 @@ FIELDS = ["config", "seed", "acc_5", "acc_10", "fit_seconds", "n_epochs", "best_
 def probe_accuracy(Z_train, y_train, Z_test, y_test, per_class):
     scores = []
     for draw in range(DRAWS):
-        rng = np.random.RandomState(draw)
-        rows = np.concatenate(
-            [rng.choice(np.flatnonzero(y_train == c), per_class, replace=False) for c in range(10)]
-        )
+        rows = labeled_rows(y_train, per_class, draw)
         probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
         scores.append(probe.fit(Z_train[rows], y_train[rows]).score(Z_test, y_test))
     return float(np.mean(scores))

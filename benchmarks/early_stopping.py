@@ -18,6 +18,8 @@ from sklearn.model_selection import train_test_split
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
 
+from ._labels import labeled_rows
+
 LABELS_PER_CLASS = (5, 10, 50)
 DRAWS = 3
 
@@ -44,11 +46,7 @@ def main():
             for freeze in (True, False):
                 scores, epochs = [], []
                 for draw in range(DRAWS):
-                    rng = np.random.RandomState(draw)
-                    rows = np.concatenate([
-                        rng.choice(np.flatnonzero(y_train == c), per_class, replace=False)
-                        for c in range(10)
-                    ])
+                    rows = labeled_rows(y_train, per_class, draw)
                     y_semi = np.full(len(y_train), -1)
                     y_semi[rows] = y_train[rows]
                     clf = QMatchClassifier(
