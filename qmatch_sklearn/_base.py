@@ -71,12 +71,20 @@ SHARED_ATTRIBUTES_DOC = """\
         Input column names, when ``X`` had string column names."""
 
 
-def shared_docstring(cls):
-    """Fill ``{shared_parameters}`` and ``{shared_attributes}`` in a class docstring."""
-    cls.__doc__ = cls.__doc__.format(
-        shared_parameters=SHARED_PARAMETERS_DOC, shared_attributes=SHARED_ATTRIBUTES_DOC
-    )
-    return cls
+def fill_docstring(**fragments):
+    """Class decorator: fill ``{name}`` placeholders of the docstring with ``fragments``."""
+
+    def decorate(cls):
+        cls.__doc__ = cls.__doc__.format(**fragments)
+        return cls
+
+    return decorate
+
+
+#: Fills ``{shared_parameters}`` and ``{shared_attributes}`` of an encoder's docstring.
+shared_docstring = fill_docstring(
+    shared_parameters=SHARED_PARAMETERS_DOC, shared_attributes=SHARED_ATTRIBUTES_DOC
+)
 
 
 class InconsistentVersionWarning(UserWarning):

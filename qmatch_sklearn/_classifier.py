@@ -25,6 +25,7 @@ from ._base import (
     check_features,
     check_two_samples,
     draw_seeds,
+    fill_docstring,
     keyword_only_init,
     split_rows,
 )
@@ -259,11 +260,9 @@ _CLASSIFIER_ATTRIBUTES_DOC = """\
         As in every scikit-learn estimator."""
 
 
-def _classifier_docstring(cls):
-    cls.__doc__ = cls.__doc__.format(
-        supervised_parameters=_SUPERVISED_PARAMETERS_DOC, attributes=_CLASSIFIER_ATTRIBUTES_DOC
-    )
-    return cls
+_classifier_docstring = fill_docstring(
+    supervised_parameters=_SUPERVISED_PARAMETERS_DOC, attributes=_CLASSIFIER_ATTRIBUTES_DOC
+)
 
 
 @_classifier_docstring
