@@ -9,19 +9,24 @@ only: the paper's supervised linear baseline is a logistic regression on the inp
 which is ``logreg``); ``logreg``, ``hgb`` and ``mlp`` are scikit-learn classifiers on
 the preprocessed features (protocol "raw").
 
-Protocol, per seed:
+Protocol, per seed (the paper's, reference_impl.md §5 and §1.7):
 
 - the split is ``load_paper_split(dataset, random_state=seed)``: each seed draws its
   own rows (labeled ones included), network initialisation and test sample;
   the split's preprocessor is fitted on the pretext rows;
-- pretext: ``encoder.fit(pretext.X)``; early stopping uses the encoder's own
-  ``validation_fraction=0.1`` of those rows (the split's ``pretext_val`` is unused);
-- downstream: every method sees the labels of the split's ``train`` rows and no
-  others. The torch classifiers hold out 10% of them (stratified) for early stopping
-  on the validation loss (the library defaults); the split's ``val`` rows are left
-  for a hyper-parameter search;
-- hyper-parameters: the paper's tuned values (``_fewshot_params.py``) and the budget;
+- pretext: ``encoder.fit(pretext.X, X_val=pretext_val.X)`` (early stopping on the
+  split's pretext-validation rows; Cover Type's is its ``val`` split, as in the paper);
+- downstream: the labels of the split's ``train`` rows train; the split's ``val`` rows
+  early-stop the torch classifiers on validation *accuracy* with patience 64, at most
+  500 epochs (``fit(X, y, X_val=, y_val=)``), and are where any choice is made: the
+  scikit-learn baselines use them as their API allows (``logreg`` picks ``C`` on them,
+  ``hgb`` early-stops on them, ``mlp`` runs at its defaults);
+- hyper-parameters: the paper's tuned values (``_fewshot_params.py``) and the budget,
+  or with ``--search N`` the best on ``val`` of N pretext configurations sampled from
+  ``paper_param_grid`` crossed with every downstream learning rate of the paper's grid
+  (chosen per protocol, as the reference tunes LC and FTC separately);
 - accuracy (%) on the test rows, at most ``--max-rows-test`` of them (a seeded sample).
+  The test rows are scored once per result, for the chosen model only.
 
 Each result is appended to the CSV as soon as it is measured; results already there
 (same dataset, method, protocol, seed, budget and sweep) are skipped, so an
@@ -31,6 +36,7 @@ interrupted run resumes. ``python -m benchmarks.report`` turns the CSV into
     python -m benchmarks.fewshot --datasets adult_1p --methods qmatch vime supervised logreg \\
         hgb --seeds 0 1 2 --budget cpu-small
     python -m benchmarks.fewshot --datasets adult_1p --methods qmatch --queue-sizes 64 512 4096
+    python -m benchmarks.fewshot --datasets adult_1p --methods qmatch vime --search 8
 """
 
 import argparse
@@ -47,12 +53,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.pipeline import Pipeline
 from sklearn.utils import Bunch
 from tqdm import tqdm
 
-from qmatch_sklearn import METHODS, QMatchClassifier, SupervisedMLPClassifier
+from qmatch_sklearn import METHODS, QMatchClassifier, SupervisedMLPClassifier, paper_param_grid
+from qmatch_sklearn._search_space import DOWNSTREAM_LEARNING_RATES
 from qmatch_sklearn.datasets import (
     load_adult,
     load_covtype,
@@ -72,7 +82,7 @@ from ._fewshot_params import (
 
 RESULTS = Path(__file__).parent / "results" / "fewshot.csv"
 FIELDS = [
-    "dataset", "method", "protocol", "seed", "budget", "sweep", "accuracy",
+    "dataset", "method", "protocol", "seed", "budget", "sweep", "accuracy", "val_accuracy",
     "pretrain_seconds", "eval_seconds", "pretrain_epochs", "eval_epochs",
     "n_pretext", "n_labeled", "n_test", "params", "machine", "finished",
 ]
@@ -81,8 +91,13 @@ KEY = ("dataset", "method", "protocol", "seed", "budget", "sweep")
 SELF_SUPERVISED = (*METHODS, *VARIANTS)
 SKLEARN = tuple(sklearn_baselines(0))
 ALL_METHODS = (*SELF_SUPERVISED, "supervised", *SKLEARN)
-#: Harness-level sweep parameter (which rows are labeled), not an encoder parameter.
+#: Harness-level sweep parameters, not encoder parameters: which rows are labeled, and
+#: how many pretext configurations a search samples.
 LABEL_FRACTION = "label_fraction"
+SEARCH = "search"
+HARNESS_PARAMS = (LABEL_FRACTION, SEARCH)
+#: The paper's downstream early stopping: validation accuracy, 65 stale epochs at most.
+DOWNSTREAM_PROTOCOL = {"scoring": "accuracy", "patience": 64}
 _LOADERS = {"adult": load_adult, "covtype": load_covtype, "higgs": load_higgs, "mnist": load_mnist}
 
 
@@ -123,7 +138,7 @@ class Run:
 
 @functools.lru_cache(maxsize=1)
 def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home):
-    """Preprocessed float32 pretext, labeled and test rows of one seed's split.
+    """Preprocessed float32 pretext, pretext-validation, labeled, val and test rows of a split.
 
     ``label_fraction`` None labels the split's ``train`` rows; a float labels that
     share of the pretext rows instead (a seeded sample), for the label-scaling figure.
@@ -143,9 +158,11 @@ def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home):
     def as_float(X):
         return np.asarray(preprocessor.transform(X), dtype=np.float32)
 
+    pretext_val = split.val if split.pretext_val is None else split.pretext_val
     return Bunch(
-        X_pretext=as_float(split.pretext.X),
+        X_pretext=as_float(split.pretext.X), X_pretext_val=as_float(pretext_val.X),
         X_train=as_float(labeled.X), y_train=np.asarray(labeled.y),
+        X_val=as_float(split.val.X), y_val=np.asarray(split.val.y),
         X_test=as_float(_rows(split.test.X, test)), y_test=np.asarray(split.test.y)[test],
     )
 
@@ -154,27 +171,61 @@ def _rows(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def make_encoder(run, budget):
-    """The method's unfitted encoder: budget, then tuned values, then the sweep."""
+def make_encoder(run, budget, candidate=None):
+    """The method's unfitted encoder: budget, tuned values, the sweep, a search candidate."""
     base, variant_params = VARIANTS.get(run.method, (run.method, {}))
     tuned, _ = tuned_params(run.method, run.dataset)
-    sweep = {k: v for k, v in run.sweep_params.items() if k != LABEL_FRACTION}
-    params = {**budget.network, **budget.pretext, **tuned, **variant_params, **sweep}
+    sweep = {k: v for k, v in run.sweep_params.items() if k not in HARNESS_PARAMS}
+    params = {**budget.network, **budget.pretext, **budget.heads.get(base, {}), **tuned,
+              **variant_params, **sweep, **(candidate or {})}
     return METHODS[base](**params, random_state=run.seed)
 
 
-def make_classifier(run, protocol, budget, encoder):
-    """The unfitted downstream estimator of ``run.method`` under ``protocol``."""
+def pretext_candidates(run):
+    """The pretext configurations to try: the tuned one, or a seeded sample of the paper's grid."""
+    n_search = run.sweep_params.get(SEARCH)
+    if run.method not in SELF_SUPERVISED or n_search is None:
+        return [None]
+    grid = paper_param_grid(VARIANTS.get(run.method, (run.method, {}))[0])
+    return list(ParameterSampler(grid, min(n_search, len(ParameterGrid(grid))),
+                                 random_state=run.seed))
+
+
+def downstream_candidates(run, protocol, budget, encoder):
+    """The unfitted downstream estimators of ``run.method`` under ``protocol`` to choose from.
+
+    One, with the tuned learning rate; every learning rate of the paper's grid under
+    ``--search``; for ``logreg`` one per ``C``.
+    """
     if run.method in SKLEARN:
-        return sklearn_baselines(run.seed)[run.method]
-    common = {**budget.downstream, "random_state": run.seed}
+        estimator, grid = sklearn_baselines(run.seed)[run.method]
+        return [clone(estimator).set_params(**params) for params in ParameterGrid(grid)]
+    common = {**budget.downstream, **DOWNSTREAM_PROTOCOL, "random_state": run.seed}
     if run.method == "supervised":
-        return SupervisedMLPClassifier(**budget.network, lr=supervised_lr(run.dataset), **common)
-    _, downstream_lr = tuned_params(run.method, run.dataset)
-    variant_params = VARIANTS.get(run.method, (run.method, {}))[1]
-    return QMatchClassifier(
-        FrozenEstimator(encoder), freeze_encoder=protocol == "linear",
-        lr=downstream_lr[protocol], **{**common, **variant_params},
+        make = functools.partial(SupervisedMLPClassifier, **budget.network, **common)
+        tuned_lr = supervised_lr(run.dataset)
+    else:
+        variant_params = VARIANTS.get(run.method, (run.method, {}))[1]
+        make = functools.partial(
+            QMatchClassifier, FrozenEstimator(encoder), freeze_encoder=protocol == "linear",
+            **{**common, **variant_params},
+        )
+        tuned_lr = tuned_params(run.method, run.dataset)[1][protocol]
+    searched = SEARCH in run.sweep_params
+    return [make(lr=lr) for lr in (DOWNSTREAM_LEARNING_RATES if searched else [tuned_lr])]
+
+
+def fit_downstream(estimator, data):
+    """Fit on the labeled rows; the split's ``val`` rows early-stop where the API allows."""
+    if takes_val(estimator):
+        return estimator.fit(data.X_train, data.y_train, X_val=data.X_val, y_val=data.y_val)
+    return estimator.fit(data.X_train, data.y_train)
+
+
+def takes_val(estimator):
+    """Whether ``estimator.fit`` takes the validation rows (``X_val``, ``y_val``)."""
+    return isinstance(estimator, QMatchClassifier | SupervisedMLPClassifier) or (
+        isinstance(estimator, HistGradientBoostingClassifier) and estimator.early_stopping
     )
 
 
@@ -212,36 +263,55 @@ def machine_description(budget):
     return f"{model}, {os.cpu_count()} cores, torch {torch.get_num_threads()} thread(s)"
 
 
-def pretrain(run, budget, X_pretext):
+def pretrain(run, budget, data, candidate):
     """Fit the run's encoder on the pretext rows; (None, 0) for methods without one."""
     if run.method not in SELF_SUPERVISED:
         return None, 0.0
-    encoder = make_encoder(run, budget)
+    encoder = make_encoder(run, budget, candidate)
     start = time.perf_counter()
-    encoder.fit(X_pretext)
+    encoder.fit(data.X_pretext, X_val=data.X_pretext_val)
     return encoder, time.perf_counter() - start
 
 
+@dataclass
+class Choice:
+    """The best downstream model of one protocol so far, by validation accuracy."""
+
+    val_accuracy: float = -1.0
+    model: object = None
+    encoder: object = None
+    eval_seconds: float = 0.0  # every candidate's fit and validation scoring
+
+
 def execute(run, budget, max_rows_test, data_home, machine):
-    """Pretrain once, then yield one CSV row per protocol of ``run.todo``."""
+    """Pretrain each candidate, choose per protocol on ``val``, yield one CSV row per protocol."""
     data = prepare_data(run.dataset, run.seed, run.sweep_params.get(LABEL_FRACTION),
                         max_rows_test, data_home)
-    encoder, pretrain_seconds = pretrain(run, budget, data.X_pretext)
-    for protocol in run.todo:
-        classifier = make_classifier(run, protocol, budget, encoder)
+    choices = {protocol: Choice() for protocol in run.todo}
+    pretrain_seconds = 0.0
+    for candidate in pretext_candidates(run):
+        encoder, seconds = pretrain(run, budget, data, candidate)
+        pretrain_seconds += seconds
+        for protocol, choice in choices.items():
+            for model in downstream_candidates(run, protocol, budget, encoder):
+                start = time.perf_counter()
+                val_accuracy = 100 * fit_downstream(model, data).score(data.X_val, data.y_val)
+                choice.eval_seconds += time.perf_counter() - start
+                if val_accuracy > choice.val_accuracy:
+                    choice.val_accuracy, choice.model, choice.encoder = val_accuracy, model, encoder
+    for protocol, choice in choices.items():
         start = time.perf_counter()
-        classifier.fit(data.X_train, data.y_train)
-        accuracy = 100 * classifier.score(data.X_test, data.y_test)
+        accuracy = 100 * choice.model.score(data.X_test, data.y_test)
         params = {"budget": budget.name, "sweep": run.sweep_params,
-                  "max_rows_test": max_rows_test, "model": describe(classifier)}
+                  "max_rows_test": max_rows_test, "model": describe(choice.model)}
         yield {
             "dataset": run.dataset, "method": run.method, "protocol": protocol,
             "seed": run.seed, "budget": budget.name, "sweep": run.sweep,
-            "accuracy": round(accuracy, 4),
+            "accuracy": round(accuracy, 4), "val_accuracy": round(choice.val_accuracy, 4),
             "pretrain_seconds": round(pretrain_seconds, 2),
-            "eval_seconds": round(time.perf_counter() - start, 2),
-            "pretrain_epochs": getattr(encoder, "n_epochs_", ""),
-            "eval_epochs": getattr(classifier, "n_epochs_", ""),
+            "eval_seconds": round(choice.eval_seconds + time.perf_counter() - start, 2),
+            "pretrain_epochs": getattr(choice.encoder, "n_epochs_", ""),
+            "eval_epochs": getattr(choice.model, "n_epochs_", ""),
             "n_pretext": len(data.X_pretext), "n_labeled": len(data.y_train),
             "n_test": len(data.y_test), "params": json.dumps(params, sort_keys=True),
             "machine": machine, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -279,6 +349,8 @@ def sweeps(args):
                 for s, t in itertools.product(args.corruption_grid, repeat=2)]
     elif args.label_fractions:
         grid = [{LABEL_FRACTION: f} for f in args.label_fractions]
+    elif args.search:
+        grid = [{SEARCH: args.search}]
     else:
         grid = [{}]
     return [json.dumps(params, sort_keys=True) for params in grid]
@@ -299,7 +371,7 @@ def pending_runs(args, budget, done):
 
 def check_sweep_methods(parser, args):
     """Encoder sweeps need methods whose encoder has the swept parameters."""
-    swept = {k for sweep in sweeps(args) for k in json.loads(sweep) if k != LABEL_FRACTION}
+    swept = {k for sweep in sweeps(args) for k in json.loads(sweep) if k not in HARNESS_PARAMS}
     for method in args.methods if swept else ():
         base = VARIANTS.get(method, (method, {}))[0]
         if base not in METHODS or not swept <= set(METHODS[base]().get_params()):
@@ -326,6 +398,9 @@ def parse_args(argv=None):
     sweep.add_argument("--label-fractions", nargs="+", type=float,
                        help="label this share of the pretext rows instead of the split's "
                             "train rows (figure: accuracy vs fraction of labels)")
+    sweep.add_argument("--search", type=int, metavar="N",
+                       help="choose on the val rows among N pretext configurations sampled "
+                            "from paper_param_grid and every downstream learning rate")
     args = parser.parse_args(argv)
     check_sweep_methods(parser, args)
     return args

@@ -290,7 +290,7 @@ class BasePretextEncoder(
     def _build_pretext(self, n_features, generator):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, X_val=None):
         """Pretrain the encoder on the rows of ``X`` (``y`` is ignored).
 
         Parameters
@@ -299,6 +299,12 @@ class BasePretextEncoder(
             Numeric, preprocessed rows (e.g. the output of a ColumnTransformer).
         y : None
             Ignored; present for Pipeline compatibility.
+        X_val : array-like of shape (n_val_samples, n_features), default=None
+            A fixed pretext-validation set for early stopping (e.g. a paper
+            split's ``pretext_val`` rows), preprocessed like ``X``. When given,
+            every row of ``X`` trains and ``validation_fraction`` is ignored.
+            In a Pipeline, ``fit(..., enc__X_val=...)`` passes it through
+            unchanged: the earlier steps do not transform it.
 
         Returns
         -------
@@ -309,7 +315,14 @@ class BasePretextEncoder(
         check_two_samples(self, len(X))
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
-        train, valid = split_rows(len(X), self.validation_fraction, split_seed)
+        if X_val is None:
+            train, valid = split_rows(len(X), self.validation_fraction, split_seed)
+            train_data = (X[train], None)
+            valid_data = None if valid is None else (X[valid], None)
+        else:
+            X_val = check_features(self, X_val, reset=False)
+            check_two_samples(self, len(X_val))
+            train_data, valid_data = (X, None), (X_val, None)
 
         with isolated_global_rng():
             init_generator = torch.Generator().manual_seed(init_seed)
@@ -319,8 +332,8 @@ class BasePretextEncoder(
             self,
             module,
             criterion,
-            (X[train], None),
-            None if valid is None else (X[valid], None),
+            train_data,
+            valid_data,
             device=device,
             seed=data_seed,
             monitor="valid_loss",

@@ -8,8 +8,9 @@ from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
-from benchmarks import fewshot, report
+from benchmarks import fewshot, peer_tabnet, report
 from benchmarks._fewshot_params import Budget
+from qmatch_sklearn._search_space import DOWNSTREAM_LEARNING_RATES, PRETEXT_LEARNING_RATES
 
 TINY = Budget("tiny", {"hidden_sizes": (16,), "embedding_dim": 8},
               {"max_epochs": 2, "device": "cpu", "batch_size": 64},
@@ -17,13 +18,14 @@ TINY = Budget("tiny", {"hidden_sizes": (16,), "embedding_dim": 8},
 
 
 def tiny_split(dataset, seed, data_home=None):
-    """300 synthetic rows cut like a paper split: 200 pretext (20 labeled), 100 test."""
-    X, y = make_classification(300, n_features=6, n_informative=4, random_state=seed)
+    """330 synthetic rows cut like a paper split: 200 pretext (20 labeled), 30 pretext-val,
+    20 val, 100 test."""
+    X, y = make_classification(330, n_features=6, n_informative=4, random_state=seed)
     parts = {name: Bunch(X=X[rows], y=y[rows]) for name, rows in [
-        ("pretext", slice(0, 200)), ("train", slice(0, 20)), ("val", slice(200, 220)),
-        ("test", slice(200, 300)),
+        ("pretext", slice(0, 200)), ("train", slice(0, 20)), ("pretext_val", slice(200, 230)),
+        ("val", slice(230, 250)), ("test", slice(230, 330)),
     ]}
-    return Bunch(**parts, pretext_val=None, preprocessor=StandardScaler())
+    return Bunch(**parts, preprocessor=StandardScaler())
 
 
 @pytest.fixture
@@ -53,7 +55,7 @@ def test_fewshot_writes_rows_and_resumes(harness):
         ("logreg", "raw"),
     ]
     for row in rows:
-        assert 0 <= float(row["accuracy"]) <= 100
+        assert 0 <= float(row["accuracy"]) <= 100 and 0 <= float(row["val_accuracy"]) <= 100
         assert (row["n_pretext"], row["n_labeled"], row["n_test"]) == ("200", "20", "50")
         assert json.loads(row["params"])["budget"] == "tiny"
     encoder = json.loads(rows[0]["params"])["model"]["encoder"]
@@ -101,3 +103,50 @@ def test_encoder_sweep_needs_a_method_with_the_parameter(harness):
         fewshot.parse_args([*command("qmatch", "logreg"), "--queue-sizes", "16"])
     args = fewshot.parse_args([*command("qmatch", "logreg"), "--label-fractions", "0.5"])
     assert args.label_fractions == [0.5]
+
+
+def test_prepared_data_holds_every_part_of_the_split(harness):
+    data = fewshot.prepare_data("adult_1p", 0, None, 50, None)
+    sizes = {name: len(part) for name, part in data.items()}
+    assert sizes == {"X_pretext": 200, "X_pretext_val": 30, "X_train": 20, "y_train": 20,
+                     "X_val": 20, "y_val": 20, "X_test": 50, "y_test": 50}
+
+
+def test_search_chooses_on_val_among_the_grid(harness, tmp_path):
+    """With every grid point sampled, the tuned configuration is a candidate, so the
+    search's validation accuracy is at least the tuned one's (fits are seeded)."""
+    out, command = harness
+    fewshot.main(command("vime"))
+    fewshot.main([*command("vime"), "--search", "9"])  # vime's grid: 3 lr x 3 corruption
+    tuned, searched = read_rows(out)[:2], read_rows(out)[2:]
+    assert [r["sweep"] for r in searched] == ['{"search": 9}'] * 2
+    for before, after in zip(tuned, searched):
+        assert before["protocol"] == after["protocol"]
+        assert float(after["val_accuracy"]) >= float(before["val_accuracy"])
+        model = json.loads(after["params"])["model"]
+        assert model.get("lr", 1e-3) in DOWNSTREAM_LEARNING_RATES
+        assert model["encoder"].get("lr", 1e-3) in PRETEXT_LEARNING_RATES
+    report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
+    assert "Tuned values vs a search on the `val` rows" in (tmp_path / "README.md").read_text()
+
+
+def test_peer_comparison_writes_both_libraries_and_resumes(harness, monkeypatch, tmp_path):
+    pytest.importorskip("pytorch_tabnet")
+    monkeypatch.setitem(peer_tabnet.BUDGETS, "tiny", TINY)
+    out = tmp_path / "peer.csv"
+    argv = ["--seeds", "0", "--budget", "tiny", "--out", str(out)]
+    peer_tabnet.main(argv)
+    rows = read_rows(out)
+    assert [(r["library"], r["protocol"]) for r in rows] == [
+        ("pytorch-tabnet", "finetune"), ("pytorch-tabnet", "scratch"),
+        ("qmatch_sklearn", "linear"), ("qmatch_sklearn", "finetune"),
+    ]
+    pretrained = [r for r in rows if r["protocol"] != "scratch"]
+    for row in pretrained:  # samples/s = rows x epochs / seconds
+        assert float(row["pretrain_samples_per_s"]) == pytest.approx(
+            200 * int(row["pretrain_epochs"]) / float(row["pretrain_seconds"]), rel=0.02)
+    assert all(0 <= float(r["accuracy"]) <= 100 for r in rows)
+    peer_tabnet.main(argv)  # the seed is recorded: nothing runs again
+    assert read_rows(out) == rows
+    table = out.with_suffix(".md").read_text()
+    assert "| pytorch-tabnet | finetune |" in table and "seed 0:" in table

@@ -68,6 +68,20 @@ def test_no_validation_trains_all_epochs(data):
     assert "valid_loss" not in enc.history_[-1]
 
 
+def test_a_fixed_validation_set_drives_early_stopping(data):
+    X = data[0]
+    enc = QMatchEncoder(**tiny_encoder_params(max_epochs=3)).fit(X[:200], X_val=X[200:])
+    batches = enc.history_[-1]["batches"]
+    validated = sum(b["valid_batch_size"] for b in batches if "valid_batch_size" in b)
+    trained = sum(b["train_batch_size"] for b in batches if "train_batch_size" in b)
+    assert validated == 100 and trained == 200  # validation_fraction is ignored
+    assert enc.best_epoch_ == int(np.argmin(enc.history_[:, "valid_loss"])) + 1
+    with pytest.raises(ValueError, match="X has 4 features"):
+        QMatchEncoder(**tiny_encoder_params()).fit(X, X_val=X[:5, :4])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        QMatchEncoder(**tiny_encoder_params()).fit(X, X_val=X[:1])
+
+
 def test_same_seed_same_embeddings_and_global_rng_untouched(data):
     torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()
     a = QMatchEncoder(**tiny_encoder_params()).fit(data[0]).transform(data[0])
