@@ -85,6 +85,8 @@ def test_sweep_rows_and_report(harness, tmp_path):
     report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
     readme = (tmp_path / "README.md").read_text()
     assert "## Budget `tiny`" in readme and "| Q-Match |" in readme
+    goal = [line for line in readme.splitlines() if line.startswith("| Adult 1% | linear |")]
+    assert len(goal) == 1 and "of 2 |" in goal[0]  # Q-Match ranked against the logreg row
     assert (tmp_path / "queue_size.png").exists()
     assert not (tmp_path / "corruption_heatmap.png").exists()
     assert "--corruption-grid" in readme  # the command that would produce the missing figure
