@@ -152,3 +152,12 @@ def test_peer_comparison_writes_both_libraries_and_resumes(harness, monkeypatch,
     assert read_rows(out) == rows
     table = out.with_suffix(".md").read_text()
     assert "| pytorch-tabnet | finetune |" in table and "seed 0:" in table
+
+
+def test_sklearn_baselines_use_the_val_rows_as_their_api_allows():
+    run = fewshot.Run("adult_1p", "logreg", 0, "{}", ("raw",))
+    candidates = fewshot.downstream_candidates(run, "raw", TINY, None)
+    assert sorted(c[-1].C for c in candidates) == [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0]
+    estimators = {name: estimator for name, (estimator, _) in fewshot.sklearn_baselines(0).items()}
+    assert fewshot.takes_val(estimators["hgb"]) and not fewshot.takes_val(estimators["mlp"])
+    assert fewshot.takes_val(fewshot.SupervisedMLPClassifier())
