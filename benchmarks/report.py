@@ -293,14 +293,19 @@ def _subplots(n):
 
 
 def plot_label_fractions(rows, path):
-    """Accuracy vs fraction of pretext rows labeled: one panel per (dataset, budget, protocol)."""
-    panels = list(rows.groupby(["dataset", "budget", "protocol"]))
+    """Accuracy vs fraction of pretext rows labeled: one panel per (dataset, budget, protocol)
+    of the torch methods, the scikit-learn classifiers (protocol "raw") dashed in each."""
+    raw = rows[rows["protocol"] == "raw"]
+    panels = list(rows[rows["protocol"] != "raw"].groupby(["dataset", "budget", "protocol"]))
     figure, axes = _subplots(len(panels))
     for ax, ((dataset, budget, protocol), panel) in zip(axes, panels):
-        for method, curve in panel.groupby("method"):
-            stats = curve.groupby(LABEL_FRACTION)["accuracy"].agg(["mean", "std"]).fillna(0)
-            ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o", capsize=3,
-                        label=METHOD_TITLES[method])
+        baselines = raw[(raw["dataset"] == dataset) & (raw["budget"] == budget)]
+        for style, curves in (("-", panel), ("--", baselines)):
+            for method, curve in curves.groupby("method"):
+                stats = curve.groupby(LABEL_FRACTION)["accuracy"].agg(["mean", "std"]).fillna(0)
+                ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o",
+                            capsize=3, linestyle=style, label=METHOD_TITLES[method],
+                            color=f"C{ALL_METHODS.index(method) % 10}")
         ax.set(xscale="log", xlabel="fraction of pretext rows labeled", ylabel="test accuracy (%)",
                title=f"{DATASET_TITLES[dataset]}, {protocol} ({budget})")
         ax.legend(fontsize="small")
@@ -365,11 +370,10 @@ FIGURES = [
            "--label-fractions 0.01 0.1 0.2 1.0"),
     Figure("queue_size.png", "Q-Match linear accuracy vs queue size", ("queue_size",),
            ("linear",), plot_queue_sizes,
-           "--datasets covtype_1p mnist_1p --methods qmatch --seeds 0 1 2 "
-           "--queue-sizes 64 256 1024 4096"),
+           "--datasets adult_1p --methods qmatch --seeds 0 1 2 --queue-sizes 64 256 1024 4096"),
     Figure("corruption_heatmap.png", "Q-Match linear accuracy vs student/teacher corruption",
            ("student_corruption", "teacher_corruption"), ("linear",), plot_corruption,
-           "--datasets covtype_1p --methods qmatch --seeds 0 --corruption-grid 0 0.1 0.3 0.5 0.7"),
+           "--datasets adult_1p --methods qmatch --seeds 0 --corruption-grid 0 0.1 0.3 0.5 0.7"),
 ]
 
 
