@@ -65,6 +65,10 @@ PAPER = {
         "qmatch": ((72.42, .37), (66.03, 1.01), (77.75, 1.89), (96.44, .41), 3.0),
     },
 }
+#: One colour per method in every figure: matplotlib's ten for the torch methods, dark
+#: ones for the scikit-learn classifiers.
+METHOD_COLORS = dict(zip(ALL_METHODS, [f"C{i}" for i in range(10)]
+                         + ["black", "dimgray", "saddlebrown"], strict=True))
 PROTOCOL_TITLES = {"linear": "Linear evaluation (paper Table 4)",
                    "finetune": "Fine-tuning (paper Table 5)"}
 #: Where our row of a paper table comes from when it is not (method, protocol) itself.
@@ -305,7 +309,7 @@ def plot_label_fractions(rows, path):
                 stats = curve.groupby(LABEL_FRACTION)["accuracy"].agg(["mean", "std"]).fillna(0)
                 ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o",
                             capsize=3, linestyle=style, label=METHOD_TITLES[method],
-                            color=f"C{ALL_METHODS.index(method) % 10}")
+                            color=METHOD_COLORS[method])
         ax.set(xscale="log", xlabel="fraction of pretext rows labeled", ylabel="test accuracy (%)",
                title=f"{DATASET_TITLES[dataset]}, {protocol} ({budget})")
         ax.legend(fontsize="small")
