@@ -57,6 +57,11 @@ _SUPERVISED_FTC_LR = {"adult_1p": 1e-4, "covtype_1p": 1e-5, "higgs_1p": 1e-4, "m
 VARIANTS = {"simclr_large": ("simclr", {"batch_size": 4096})}
 
 
+def variant(method):
+    """(base method, parameters the variant adds); ``(method, {})`` for a plain method."""
+    return VARIANTS.get(method, (method, {}))
+
+
 def _pretext_params(method, lc_row):
     """Our encoder parameters for the reference's LC-row values of ``method``."""
     if method == "qmatch":
@@ -83,7 +88,7 @@ def tuned_params(method, dataset):
     """
     table = {"qmatch": _QMATCH, "imix": _IMIX, **_CORRUPTION_METHODS}[method]
     lc_row, ftc_row = table[DATASETS.index(dataset)]
-    base = VARIANTS.get(method, (method, {}))[0]
+    base = variant(method)[0]
     return _pretext_params(base, lc_row), {"linear": lc_row[1], "finetune": ftc_row[1]}
 
 

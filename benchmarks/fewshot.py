@@ -78,6 +78,7 @@ from ._fewshot_params import (
     sklearn_baselines,
     supervised_lr,
     tuned_params,
+    variant,
 )
 
 RESULTS = Path(__file__).parent / "results" / "fewshot.csv"
@@ -173,7 +174,7 @@ def _rows(X, rows):
 
 def make_encoder(run, budget, candidate=None):
     """The method's unfitted encoder: budget, tuned values, the sweep, a search candidate."""
-    base, variant_params = VARIANTS.get(run.method, (run.method, {}))
+    base, variant_params = variant(run.method)
     tuned, _ = tuned_params(run.method, run.dataset)
     sweep = {k: v for k, v in run.sweep_params.items() if k not in HARNESS_PARAMS}
     params = {**budget.network, **budget.pretext, **budget.heads.get(base, {}), **tuned,
@@ -186,7 +187,7 @@ def pretext_candidates(run):
     n_search = run.sweep_params.get(SEARCH)
     if run.method not in SELF_SUPERVISED or n_search is None:
         return [None]
-    grid = paper_param_grid(VARIANTS.get(run.method, (run.method, {}))[0])
+    grid = paper_param_grid(variant(run.method)[0])
     return list(ParameterSampler(grid, min(n_search, len(ParameterGrid(grid))),
                                  random_state=run.seed))
 
@@ -205,7 +206,7 @@ def downstream_candidates(run, protocol, budget, encoder):
         make = functools.partial(SupervisedMLPClassifier, **budget.network, **common)
         tuned_lr = supervised_lr(run.dataset)
     else:
-        variant_params = VARIANTS.get(run.method, (run.method, {}))[1]
+        variant_params = variant(run.method)[1]
         make = functools.partial(
             QMatchClassifier, FrozenEstimator(encoder), freeze_encoder=protocol == "linear",
             **{**common, **variant_params},
@@ -318,26 +319,26 @@ def execute(run, budget, max_rows_test, data_home, machine):
         }
 
 
-def read_done(path):
-    """The KEY tuples (as strings) of the results already in the CSV at ``path``."""
+def read_done(path, fields=FIELDS, key=KEY):
+    """The ``key`` tuples (as strings) of the results already in the CSV at ``path``."""
     if not path.exists():
         return set()
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
-        if reader.fieldnames != FIELDS:
-            raise ValueError(f"{path} has columns {reader.fieldnames}, expected {FIELDS}.")
-        return {tuple(row[k] for k in KEY) for row in reader}
+        if reader.fieldnames != fields:
+            raise ValueError(f"{path} has columns {reader.fieldnames}, expected {fields}.")
+        return {tuple(row[k] for k in key) for row in reader}
 
 
-def append_row(path, row):
-    """Append one result, writing the header first into a new file."""
+def append_rows(path, rows, fields=FIELDS):
+    """Append results, writing the header first into a new file."""
     new = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
+        writer = csv.DictWriter(f, fields)
         if new:
             writer.writeheader()
-        writer.writerow(row)
+        writer.writerows(rows)
 
 
 def sweeps(args):
@@ -373,7 +374,7 @@ def check_sweep_methods(parser, args):
     """Encoder sweeps need methods whose encoder has the swept parameters."""
     swept = {k for sweep in sweeps(args) for k in json.loads(sweep) if k not in HARNESS_PARAMS}
     for method in args.methods if swept else ():
-        base = VARIANTS.get(method, (method, {}))[0]
+        base = variant(method)[0]
         if base not in METHODS or not swept <= set(METHODS[base]().get_params()):
             parser.error(f"the sweep over {sorted(swept)} needs encoder parameters that "
                          f"{method!r} does not have; use e.g. --methods qmatch.")
@@ -417,7 +418,7 @@ def main(argv=None):
     for run in progress:
         progress.set_postfix_str(f"{run.dataset} {run.method} seed {run.seed} {run.sweep}")
         for row in execute(run, budget, max_rows_test, args.data_home, machine):
-            append_row(args.out, row)
+            append_rows(args.out, [row])
             progress.write(f"{row['dataset']} {row['method']} {row['protocol']} seed {row['seed']} "
                            f"{row['sweep']}: {row['accuracy']:.2f}% (pretrain "
                            f"{row['pretrain_seconds']} s, eval {row['eval_seconds']} s)")

@@ -98,13 +98,9 @@ def average_ranks(means):
 def paper_table(main, protocol):
     """Markdown lines of one paper table, our mean ± std (seeds) beside the paper's numbers."""
     datasets = [d for d in DATASET_TITLES if d in set(main["dataset"])]
-    ours = {}
-    for method in PAPER[protocol]:
-        source, source_protocol = OUR_SOURCE.get((protocol, method), (method, protocol))
-        rows = main[(main["method"] == source) & (main["protocol"] == source_protocol)]
-        if len(rows):
-            ours[method] = rows.groupby("dataset")["accuracy"]
-    means = table_means(main, protocol)
+    ours = {method: rows.groupby("dataset")["accuracy"]
+            for method, rows in table_rows(main, protocol).items()}
+    means = pd.DataFrame({method: groups.mean() for method, groups in ours.items()}).T
     ranks = average_ranks(means.reindex(columns=datasets)) if len(means) else pd.Series()
     header = ["Algorithm"] + [f"{DATASET_TITLES[d]} {who}" for d in datasets
                               for who in ("ours", "paper")]
@@ -124,15 +120,21 @@ def paper_table(main, protocol):
     return lines
 
 
-def table_means(main, protocol):
-    """Per method of the paper's ``protocol`` table, our mean accuracy per dataset."""
-    means = {}
+def table_rows(main, protocol):
+    """Per method of the paper's ``protocol`` table that has results, our rows for it."""
+    selected = {}
     for method in PAPER[protocol]:
         source, source_protocol = OUR_SOURCE.get((protocol, method), (method, protocol))
         rows = main[(main["method"] == source) & (main["protocol"] == source_protocol)]
         if len(rows):
-            means[method] = rows.groupby("dataset")["accuracy"].mean()
-    return pd.DataFrame(means).T
+            selected[method] = rows
+    return selected
+
+
+def table_means(main, protocol):
+    """Per method of the paper's ``protocol`` table, our mean accuracy per dataset."""
+    return pd.DataFrame({method: rows.groupby("dataset")["accuracy"].mean()
+                         for method, rows in table_rows(main, protocol).items()}).T
 
 
 def goal_table(main):
