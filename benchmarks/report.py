@@ -19,14 +19,18 @@ import pandas as pd
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ._fewshot_params import BUDGETS
+from ._fewshot_params import BUDGETS, paper_dataset
 from .fewshot import ALL_METHODS, DOWNSTREAM_PROTOCOL, LABEL_FRACTION, RESULTS, SEARCH, SKLEARN
 
-#: Dataset columns in the paper's order, with the paper's headings.
+#: Dataset columns in the paper's order, with the paper's headings; a stand-in (see
+#: ``STAND_INS``) follows the configuration it stands for and is compared with its numbers.
 DATASET_TITLES = {
-    "covtype_1p": "Cover Type 1%", "higgs_1p": "Higgs100k 1%", "adult_1p": "Adult 1%",
+    "covtype_1p": "Cover Type 1%", "higgs_1p": "Higgs100k 1%",
+    "higgs_1p_sample": "Higgs 1% (10,984-row sample)", "adult_1p": "Adult 1%",
     "mnist_1p": "MNIST 1%",
 }
+#: The columns of the paper's tables, in order.
+PAPER_COLUMNS = ("covtype_1p", "higgs_1p", "adult_1p", "mnist_1p")
 #: Pretext rows of the paper's configurations; other sizes are flagged as not comparable.
 PAPER_PRETEXT_ROWS = {"covtype_1p": 113_400, "higgs_1p": 98_000, "adult_1p": 8_170,
                       "mnist_1p": 57_000}
@@ -112,7 +116,7 @@ def paper_table(main, protocol):
             groups = ours.get(method)
             present = groups is not None and dataset in groups.groups
             cells.append(mean_std(groups.get_group(dataset)) if present else "not run")
-            mean, std = paper_cells[list(DATASET_TITLES).index(dataset)]
+            mean, std = paper_cells[PAPER_COLUMNS.index(paper_dataset(dataset))]
             cells.append(f"{mean:.2f} ± {std:.2f}")
         cells.append(f"{ranks[method]:.1f}" if method in ranks else "-")
         cells.append(f"{paper_rank:.1f}")
@@ -151,7 +155,7 @@ def goal_table(main):
             if "qmatch" not in column:
                 continue
             ours = column["qmatch"]
-            paper = PAPER[protocol]["qmatch"][list(DATASET_TITLES).index(dataset)][0]
+            paper = PAPER[protocol]["qmatch"][PAPER_COLUMNS.index(paper_dataset(dataset))][0]
             best = column.idxmax()
             rank = int(column.rank(ascending=False, method="min")["qmatch"])
             baseline = sklearn.get(dataset)
@@ -231,9 +235,10 @@ def size_notes(frame):
     """Warn about datasets whose pretext size is not the paper's (e.g. the HIGGS sample)."""
     lines = []
     for dataset, n_pretext in frame.groupby("dataset")["n_pretext"].max().items():
-        if n_pretext != PAPER_PRETEXT_ROWS[dataset]:
+        paper_rows = PAPER_PRETEXT_ROWS[paper_dataset(dataset)]
+        if n_pretext != paper_rows:
             lines.append(f"**{DATASET_TITLES[dataset]}: {n_pretext:,} pretext rows instead of "
-                         f"the paper's {PAPER_PRETEXT_ROWS[dataset]:,} (a scaled-down sample); "
+                         f"the paper's {paper_rows:,} (a scaled-down sample); "
                          "these numbers are not comparable with the paper's.**")
     return lines
 

@@ -9,7 +9,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
 from benchmarks import fewshot, peer_tabnet, report
-from benchmarks._fewshot_params import Budget
+from benchmarks._fewshot_params import Budget, supervised_lr, tuned_params
 from qmatch_sklearn._search_space import DOWNSTREAM_LEARNING_RATES, PRETEXT_LEARNING_RATES
 
 TINY = Budget("tiny", {"hidden_sizes": (16,), "embedding_dim": 8},
@@ -163,3 +163,21 @@ def test_sklearn_baselines_use_the_val_rows_as_their_api_allows():
     estimators = {name: estimator for name, (estimator, _) in fewshot.sklearn_baselines(0).items()}
     assert fewshot.takes_val(estimators["hgb"]) and not fewshot.takes_val(estimators["mlp"])
     assert fewshot.takes_val(fewshot.SupervisedMLPClassifier())
+
+
+def test_a_stand_in_configuration_takes_the_papers_values_and_column(harness, tmp_path):
+    # higgs_1p_sample stands in for higgs_1p: its tuned values, and its paper numbers,
+    # flagged as not comparable since its pretext set is not the paper's size.
+    assert tuned_params("qmatch", "higgs_1p_sample") == tuned_params("qmatch", "higgs_1p")
+    assert supervised_lr("higgs_1p_sample") == supervised_lr("higgs_1p")
+    out, command = harness
+    argv = command("qmatch")
+    argv[argv.index("adult_1p")] = "higgs_1p_sample"
+    fewshot.main(argv)
+    report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
+    readme = (tmp_path / "README.md").read_text()
+    paper_linear, paper_finetune = (report.PAPER[p]["qmatch"][1][0] for p in report.PAPER)
+    goal = [line for line in readme.splitlines() if line.startswith("| Higgs 1% (10,984-row")]
+    assert [line.split(" | ")[3] for line in goal] == [f"{paper_linear:.2f}",
+                                                      f"{paper_finetune:.2f}"]
+    assert "200 pretext rows instead of the paper's 98,000" in readme

@@ -39,6 +39,7 @@ EXPECTED_SIZES = {
     "covtype_15k": (11340, None, 11340, 3780, 565892),
     "covtype_15k_reference": (15120, None, 15120, 3780, 565892),
     "higgs_1p": (98000, 10000, 980, 2000, 500000),
+    "higgs_1p_sample": (8000, 800, 80, 160, 2024),
     "higgs_5k": (50000, 25000, 5000, 2500, 25000),
     "higgs_5k_reference": (50000, 25000, 5000, 2500, 2500),
     "higgs_10k": (10_000_000, 500_000, 10000, 500_000, 500_000),
@@ -301,6 +302,16 @@ def test_higgs_split_on_the_sample_is_scaled_with_a_warning(higgs_sample):
     assert sizes(split) == (1764, 180, 18, 36, 9004)
     assert_test_rows_are_held_out(split)
     assert split.pretext.X.shape == (1764, 28)
+
+
+def test_higgs_sample_split_uses_every_sample_row_without_scaling(higgs_sample):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exactly the sample's size: nothing to scale
+        split = load_paper_split("higgs_1p_sample", dataset=higgs_sample)
+    assert sizes(split) == EXPECTED_SIZES["higgs_1p_sample"]
+    assert sum(sizes(split)) - len(split.train.y) == len(higgs_sample.target)
+    assert_test_rows_are_held_out(split)
+    assert len(split.train.y) / len(split.pretext.y) == 0.01  # higgs_1p's label share
 
 
 def test_splits_are_deterministic_and_leave_the_global_rng_alone(adult, mnist):

@@ -103,6 +103,17 @@ CONFIGS = {
             "last 980 of pretext, val 2,000, pretext_val 10,000, test 500,000." + _TFDS
         ),
     ),
+    "higgs_1p_sample": _Config(
+        "higgs", pretext=(0, 8000), train=(7920, 8000), val=(8000, 8160),
+        pretext_val=(8160, 8960), test=(8960, 10984),
+        source=(
+            "Not in the paper: higgs_1p's layout sized for the 10,984-row HIGGS sample (see "
+            "load_higgs). Pretext 8,000, train = its last 1% (80), and val (160) and "
+            "pretext_val (800) in higgs_1p's proportions to pretext; test = the remaining "
+            "2,024 rows. Results are not comparable with the paper's 98,000-row higgs_1p."
+            + _TFDS
+        ),
+    ),
     "higgs_5k": _Config(
         "higgs", pretext=(0, 50000), train=(75000, 80000), val=(80000, 82500),
         pretext_val=(50000, 75000), test=(82500, 107500),
@@ -283,6 +294,7 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
     covtype_15k            11,340    None         11,340    3,780     565,892
     covtype_15k_reference  15,120    None         15,120    3,780     565,892
     higgs_1p               98,000    10,000       980       2,000     500,000
+    higgs_1p_sample        8,000     800          80        160       2,024
     higgs_5k               50,000    25,000       5,000     2,500     25,000
     higgs_5k_reference     50,000    25,000       5,000     2,500     2,500
     higgs_10k              10 M      = val        10,000    500,000   500,000
@@ -301,7 +313,9 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
     same permutation, disjoint from the rest.
 
     On the 10,984-row HIGGS sample (see :func:`load_higgs`) every size is
-    scaled down by the same factor, with a UserWarning listing the sizes used.
+    scaled down by the same factor, with a UserWarning listing the sizes used;
+    ``higgs_1p_sample`` (not in the paper) lays out 1% labels on exactly those
+    10,984 rows instead.
 
     Parameters
     ----------
