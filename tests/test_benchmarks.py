@@ -180,4 +180,6 @@ def test_a_stand_in_configuration_takes_the_papers_values_and_column(harness, tm
     goal = [line for line in readme.splitlines() if line.startswith("| Higgs 1% (10,984-row")]
     assert [line.split(" | ")[3] for line in goal] == [f"{paper_linear:.2f}",
                                                       f"{paper_finetune:.2f}"]
+    assert all(line.split(" | ")[4] == "not comparable" for line in goal)
+    assert "| Higgs 1% (10,984-row sample) ours | Higgs100k 1% paper |" in readme
     assert "200 pretext rows instead of the paper's 98,000" in readme
