@@ -19,7 +19,7 @@ import pandas as pd
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ._fewshot_params import BUDGETS, STAND_INS, paper_dataset
+from ._fewshot_params import BUDGETS, paper_dataset
 from .fewshot import ALL_METHODS, DOWNSTREAM_PROTOCOL, LABEL_FRACTION, RESULTS, SEARCH, SKLEARN
 
 #: Dataset columns in the paper's order, with the paper's headings; a stand-in (see
@@ -30,7 +30,7 @@ DATASET_TITLES = {
     "mnist_1p": "MNIST 1%",
 }
 #: The columns of the paper's tables, in order.
-PAPER_COLUMNS = ("covtype_1p", "higgs_1p", "adult_1p", "mnist_1p")
+PAPER_COLUMNS = tuple(d for d in DATASET_TITLES if paper_dataset(d) == d)
 #: Pretext rows of the paper's configurations; other sizes are flagged as not comparable.
 PAPER_PRETEXT_ROWS = {"covtype_1p": 113_400, "higgs_1p": 98_000, "adult_1p": 8_170,
                       "mnist_1p": 57_000}
@@ -99,24 +99,29 @@ def average_ranks(means):
     return means.rank(axis=0, ascending=False).mean(axis=1)
 
 
+def paper_cell(protocol, method, dataset):
+    """The paper's (mean, std) for ``method`` in the column ``dataset`` stands for."""
+    return PAPER[protocol][method][PAPER_COLUMNS.index(paper_dataset(dataset))]
+
+
 def paper_table(main, protocol):
     """Markdown lines of one paper table, our mean ± std (seeds) beside the paper's numbers."""
     datasets = [d for d in DATASET_TITLES if d in set(main["dataset"])]
     ours = {method: rows.groupby("dataset")["accuracy"]
             for method, rows in table_rows(main, protocol).items()}
-    means = pd.DataFrame({method: groups.mean() for method, groups in ours.items()}).T
+    means = table_means(main, protocol)
     ranks = average_ranks(means.reindex(columns=datasets)) if len(means) else pd.Series()
     header = ["Algorithm"] + [title for d in datasets for title in (
         f"{DATASET_TITLES[d]} ours", f"{DATASET_TITLES[paper_dataset(d)]} paper")]
     header += ["rank ours", "rank paper"]
     lines = [_row(header), _row(["---"] * len(header))]
-    for method, (*paper_cells, paper_rank) in PAPER[protocol].items():
+    for method, (*_, paper_rank) in PAPER[protocol].items():
         cells = [METHOD_TITLES[method]]
         for dataset in datasets:
             groups = ours.get(method)
             present = groups is not None and dataset in groups.groups
             cells.append(mean_std(groups.get_group(dataset)) if present else "not run")
-            mean, std = paper_cells[PAPER_COLUMNS.index(paper_dataset(dataset))]
+            mean, std = paper_cell(protocol, method, dataset)
             cells.append(f"{mean:.2f} ± {std:.2f}")
         cells.append(f"{ranks[method]:.1f}" if method in ranks else "-")
         cells.append(f"{paper_rank:.1f}")
@@ -150,6 +155,7 @@ def goal_table(main, searched):
                    "Q-Match, searched on val"]),
              _row(["---"] * 9)]
     sklearn = main[main["method"].isin(SKLEARN)].groupby(["dataset", "method"])["accuracy"].mean()
+    off_size = off_paper_sizes(main)
     searches = {}
     if len(searched):
         for (dataset, protocol, n), accuracies in searched[searched["method"] == "qmatch"].groupby(
@@ -163,13 +169,13 @@ def goal_table(main, searched):
             if "qmatch" not in column:
                 continue
             ours = column["qmatch"]
-            paper = PAPER[protocol]["qmatch"][PAPER_COLUMNS.index(paper_dataset(dataset))][0]
+            paper = paper_cell(protocol, "qmatch", dataset)[0]
             best = column.idxmax()
             rank = int(column.rank(ascending=False, method="min")["qmatch"])
             baseline = sklearn.get(dataset)
             lines.append(_row([
                 DATASET_TITLES[dataset], protocol, f"{ours:.2f}", f"{paper:.2f}",
-                "not comparable" if dataset in STAND_INS else f"{ours - paper:+.2f}",
+                "not comparable" if dataset in off_size else f"{ours - paper:+.2f}",
                 f"{rank} of {len(column)}",
                 f"{METHOD_TITLES[best]} {column[best]:.2f}",
                 "-" if baseline is None else
@@ -241,16 +247,22 @@ def _minutes(frame):
     return (runs["pretrain_seconds"].sum() + frame["eval_seconds"].sum()) / 60
 
 
-def size_notes(frame):
-    """Warn about datasets whose pretext size is not the paper's (e.g. the HIGGS sample)."""
-    lines = []
+def off_paper_sizes(frame):
+    """Per dataset whose pretext rows are not its paper configuration's (e.g. the HIGGS
+    sample): (our pretext rows, the paper's). Their results are not comparable with it."""
+    sizes = {}
     for dataset, n_pretext in frame.groupby("dataset")["n_pretext"].max().items():
         paper_rows = PAPER_PRETEXT_ROWS[paper_dataset(dataset)]
         if n_pretext != paper_rows:
-            lines.append(f"**{DATASET_TITLES[dataset]}: {n_pretext:,} pretext rows instead of "
-                         f"the paper's {paper_rows:,} (a scaled-down sample); "
-                         "these numbers are not comparable with the paper's.**")
-    return lines
+            sizes[dataset] = (n_pretext, paper_rows)
+    return sizes
+
+
+def size_notes(frame):
+    """Warn about datasets whose pretext size is not the paper's."""
+    return [f"**{DATASET_TITLES[dataset]}: {ours:,} pretext rows instead of the paper's "
+            f"{paper:,} (a scaled-down sample); these numbers are not comparable with the "
+            "paper's.**" for dataset, (ours, paper) in off_paper_sizes(frame).items()]
 
 
 def reproduce_command(frame, budget):
@@ -275,10 +287,10 @@ def budget_section(frame, budget):
     lines += sklearn_table(main) + [""]
     searched = frame[frame[SEARCH].notna()] if SEARCH in frame else frame[:0]
     lines += ["### Q-Match against the paper and against our other methods", "",
-              "Means over the seeds run, with the paper's tuned values; ranks among the methods "
-              "of the paper's table that have a result (the supervised linear row is the "
-              "logistic regression). The last column: `--search N`, chosen on the val rows "
-              "only, where it was run (its table below compares every method searched).", ""]
+              ("Means over the seeds run, with the paper's tuned values; ranks among the methods "
+               "of the paper's table that have a result (the supervised linear row is the "
+               "logistic regression). The last column: `--search N`, chosen on the val rows "
+               "only, where it was run (its table below compares every method searched)."), ""]
     lines += goal_table(main, searched) + [""]
     if len(searched):
         lines += ["### Tuned values vs a search on the `val` rows", ""]
