@@ -44,6 +44,17 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+def section(readme, title):
+    """The lines of the README section under the heading ``title``, up to the next heading."""
+    lines = readme.splitlines()
+    start = lines.index(title) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("#")), len(lines))
+    return lines[start:end]
+
+
+GOAL = "### Q-Match against the paper and against our other methods"
+
+
 def test_fewshot_writes_rows_and_resumes(harness):
     out, command = harness
     argv = command("qmatch", "supervised", "logreg")
@@ -85,7 +96,7 @@ def test_sweep_rows_and_report(harness, tmp_path):
     report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
     readme = (tmp_path / "README.md").read_text()
     assert "## Budget `tiny`" in readme and "| Q-Match |" in readme
-    goal = [line for line in readme.splitlines() if line.startswith("| Adult 1% | linear |")]
+    goal = [line for line in section(readme, GOAL) if line.startswith("| Adult 1% | linear |")]
     assert len(goal) == 1 and "of 2 |" in goal[0]  # Q-Match ranked against the logreg row
     assert (tmp_path / "queue_size.png").exists()
     assert not (tmp_path / "corruption_heatmap.png").exists()
@@ -177,9 +188,32 @@ def test_a_stand_in_configuration_takes_the_papers_values_and_column(harness, tm
     report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
     readme = (tmp_path / "README.md").read_text()
     paper_linear, paper_finetune = (report.PAPER[p]["qmatch"][1][0] for p in report.PAPER)
-    goal = [line for line in readme.splitlines() if line.startswith("| Higgs 1% (10,984-row")]
+    goal = [line for line in section(readme, GOAL) if line.startswith("| Higgs 1% (10,984-row")]
     assert [line.split(" | ")[3] for line in goal] == [f"{paper_linear:.2f}",
                                                       f"{paper_finetune:.2f}"]
     assert all(line.split(" | ")[4] == "not comparable" for line in goal)
     assert "| Higgs 1% (10,984-row sample) ours | Higgs100k 1% paper |" in readme
     assert "200 pretext rows instead of the paper's 98,000" in readme
+
+
+def test_report_lists_every_configuration_tried_for_qmatch(harness, tmp_path, monkeypatch):
+    # Where Q-Match falls short, the report shows each configuration run (the tuned
+    # values, a search) with its distance to the paper's number.
+    monkeypatch.setitem(report.PAPER_PRETEXT_ROWS, "adult_1p", 200)  # the tiny split's size
+    out, command = harness
+    fewshot.main(command("qmatch"))
+    fewshot.main([*command("qmatch"), "--search", "2"])
+    report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
+    table = section((tmp_path / "README.md").read_text(),
+                    "## Q-Match against the paper in every configuration tried")
+    assert ("| Dataset | Protocol | paper | budget `tiny`, tuned values | "
+            "budget `tiny`, `--search 2` |") in table
+    rows = read_rows(out)
+    for protocol, paper in (("linear", 80.33), ("finetune", 77.75)):
+        line = next(line for line in table
+                    if line.startswith(f"| Adult 1% | {protocol} | {paper:.2f} |"))
+        cells = line.strip("| ").split(" | ")[3:]
+        for cell, sweep in zip(cells, ("{}", '{"search": 2}'), strict=True):
+            accuracy = next(float(r["accuracy"]) for r in rows
+                            if r["protocol"] == protocol and r["sweep"] == sweep)
+            assert cell == f"{accuracy:.2f} (1), {accuracy - paper:+.2f}"
