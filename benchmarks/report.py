@@ -202,17 +202,20 @@ def configurations_table(frame):
     off_size = off_paper_sizes(frame)
     header = ["Dataset", "Protocol", "paper", *configurations]
     lines = [_row(header), _row(["---"] * len(header))]
+    accuracies = [rows.groupby(["dataset", "protocol"])["accuracy"].agg(["mean", "count"])
+                  for rows in configurations.values()]
     datasets = [d for d in DATASET_TITLES if d in set(qmatch["dataset"])]
     for protocol in PAPER:
         for dataset in datasets:
             paper = paper_cell(protocol, "qmatch", dataset)[0]
             cells = [DATASET_TITLES[dataset], protocol, f"{paper:.2f}"]
-            for rows in configurations.values():
-                accuracy = rows[(rows["dataset"] == dataset)
-                                & (rows["protocol"] == protocol)]["accuracy"]
-                gap = "not comparable" if dataset in off_size else f"{accuracy.mean() - paper:+.2f}"
-                cells.append(f"{accuracy.mean():.2f} ({len(accuracy)}), {gap}"
-                             if len(accuracy) else "not run")
+            for accuracy in accuracies:
+                if (dataset, protocol) not in accuracy.index:
+                    cells.append("not run")
+                    continue
+                mean, count = accuracy.loc[(dataset, protocol)]
+                gap = "not comparable" if dataset in off_size else f"{mean - paper:+.2f}"
+                cells.append(f"{mean:.2f} ({int(count)}), {gap}")
             lines.append(_row(cells))
     return lines
 
