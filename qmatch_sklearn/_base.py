@@ -6,7 +6,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.model_selection import train_test_split
@@ -14,8 +13,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._constraints import DEVICE_NAMES, LAYER_SIZES, MAX_LR
 from ._device import resolve_device
-from ._engine import PretextNet, batched_forward, keep_trained, train_net
+from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
 from ._networks import build_encoder, isolated_global_rng
 from ._version import __version__
 
@@ -92,15 +92,14 @@ class InconsistentVersionWarning(UserWarning):
 
 
 def check_features(estimator, X, y="no_validation", *, reset):
-    """``validate_data`` to a dense float32 array, with a hint when the input holds strings.
+    """``validate_data`` to float32, with a hint when the input holds strings.
 
-    Sparse input (e.g. a ColumnTransformer's one-hot output) is densified: the
-    networks take dense rows, and one-hot tabular data is narrow.
+    Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
+    CSR: the engine densifies one batch at a time, so a wide one-hot matrix
+    never exists densely in memory.
     """
     try:
-        validated = validate_data(
-            estimator, X, y, reset=reset, dtype=np.float32, accept_sparse=("csr", "csc", "coo")
-        )
+        return validate_data(estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr")
     except ValueError as error:
         if "convert" not in str(error):
             raise
@@ -108,13 +107,6 @@ def check_features(estimator, X, y="no_validation", *, reset):
             f"{type(estimator).__name__} needs numeric features ({error}). Encode "
             "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
         ) from error
-    if isinstance(validated, tuple):
-        return _dense(validated[0]), validated[1]
-    return _dense(validated)
-
-
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else X
 
 
 def draw_seeds(random_state, n):
@@ -131,13 +123,10 @@ def draw_seeds(random_state, n):
 
 
 def split_rows(n_samples, validation_fraction, seed, stratify=None):
-    """Row selectors (train, validation).
-
-    Without validation (``validation_fraction=None``) train is ``slice(None)``,
-    so indexing with it takes a view instead of copying every row.
-    """
+    """Sorted row indices (train, validation); validation is None when
+    ``validation_fraction`` is None."""
     if validation_fraction is None:
-        return slice(None), None
+        return np.arange(n_samples), None
     indices = np.arange(n_samples)
     train, valid = train_test_split(
         indices, test_size=validation_fraction, random_state=seed, stratify=stratify
@@ -161,20 +150,20 @@ def check_two_samples(estimator, n_samples):
 
 #: Parameters of the encoder network.
 NETWORK_CONSTRAINTS = {
-    "hidden_sizes": [None, "array-like"],
+    "hidden_sizes": [None, LAYER_SIZES],
     "architecture": [StrOptions({"mlp", "imix"})],
     "embedding_dim": [Interval(Integral, 1, None, closed="left")],
 }
 
 #: Parameters of the training loop, shared by every estimator that trains a network.
 TRAINING_CONSTRAINTS = {
-    "lr": [Interval(Real, 0, None, closed="neither")],
+    "lr": [Interval(Real, 0, MAX_LR, closed="right")],
     "weight_decay": [Interval(Real, 0, None, closed="left")],
     "batch_size": [Interval(Integral, 2, None, closed="left")],
     "max_epochs": [Interval(Integral, 1, None, closed="left")],
     "patience": [Interval(Integral, 1, None, closed="left")],
     "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
-    "device": [str],
+    "device": [DEVICE_NAMES],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
@@ -312,35 +301,34 @@ class BasePretextEncoder(
         """
         self._validate_params()
         X = check_features(self, X, reset=True)
-        check_two_samples(self, len(X))
+        check_two_samples(self, X.shape[0])
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         if X_val is None:
-            train, valid = split_rows(len(X), self.validation_fraction, split_seed)
-            train_data = (X[train], None)
-            valid_data = None if valid is None else (X[valid], None)
+            train, valid = split_rows(X.shape[0], self.validation_fraction, split_seed)
+            train_rows, valid_rows = split_datasets(X, None, train, valid, device)
         else:
             X_val = check_features(self, X_val, reset=False)
-            check_two_samples(self, len(X_val))
-            train_data, valid_data = (X, None), (X_val, None)
+            check_two_samples(self, X_val.shape[0])
+            train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
 
         with isolated_global_rng():
             init_generator = torch.Generator().manual_seed(init_seed)
             module, criterion = self._build_pretext(X.shape[1], init_generator)
-        net = train_net(
+        result = train_net(
             PretextNet,
             self,
             module,
             criterion,
-            train_data,
-            valid_data,
+            train_rows,
+            valid_rows,
             device=device,
             seed=data_seed,
             monitor="valid_loss",
             lower_is_better=True,
             valid_seed=valid_seed,
         )
-        keep_trained(self, module.encoder, net, device)
+        keep_trained(self, module.encoder, result, device)
         self._n_features_out = self.embedding_dim
         return self
 

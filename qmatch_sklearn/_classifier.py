@@ -14,11 +14,12 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
+    BasePretextEncoder,
     NETWORK_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     TorchPickleMixin,
@@ -29,22 +30,58 @@ from ._base import (
     keyword_only_init,
     split_rows,
 )
+from ._constraints import Satisfies
 from ._device import resolve_device
-from ._engine import FineTuneNet, batched_forward, keep_trained, train_net
+from ._engine import (
+    FineTuneNet,
+    all_rows,
+    batched_forward,
+    keep_trained,
+    split_datasets,
+    train_net,
+)
 from ._networks import build_encoder, isolated_global_rng, lecun_normal_
 from .methods import QMatchEncoder
 
 UNLABELED = -1
+
+
+def _is_library_encoder(value):
+    inner = value.estimator if isinstance(value, FrozenEstimator) else value
+    return isinstance(inner, BasePretextEncoder)
+
+
+#: What ``QMatchClassifier(encoder=...)`` accepts: it fine-tunes the encoder's network.
+LIBRARY_ENCODER = Satisfies(
+    _is_library_encoder,
+    "an encoder of qmatch_sklearn (QMatchEncoder(), VIMEEncoder(), ...) or a "
+    "FrozenEstimator wrapping a fitted one",
+)
 #: QMatchClassifier parameters about the pretrained encoder, absent from the supervised MLP.
 _PRETRAINING = ("encoder", "freeze_encoder")
 
 
 def labeled_mask(y):
-    """True where ``y`` is a label, False where it is -1 (unlabeled, as in
-    scikit-learn's semi-supervised estimators)."""
+    """True where ``y`` is a label, False where it is the integer -1
+    (unlabeled, as in scikit-learn's semi-supervised estimators).
+
+    As in ``SelfTrainingClassifier``, a string-dtype ``y`` is refused (it
+    cannot hold the integer -1, and the string "-1" would silently become a
+    class), and so is the string "-1" in an object array.
+    """
     y = np.asarray(y)
+    if y.dtype.kind in "US":
+        raise ValueError(
+            "y has a string dtype, which cannot mark unlabeled rows. Pass string labels "
+            "in an object array with the integer -1 for unlabeled rows, e.g. "
+            "np.array(['cat', -1], dtype=object)."
+        )
     if y.dtype.kind in "iuf":
         return y != UNLABELED
+    if any(isinstance(v, str) and v.strip() == str(UNLABELED) for v in y):
+        raise ValueError(
+            "y holds the string '-1'; unlabeled rows are marked with the integer -1."
+        )
     return np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
 
 
@@ -85,7 +122,9 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels; -1 marks an unlabeled row.
+            Class labels; the integer -1 marks an unlabeled row. String labels
+            go in an object array (as in scikit-learn's
+            ``SelfTrainingClassifier``), e.g. ``np.array(["a", -1], dtype=object)``.
         X_val, y_val : array-like, default=None
             A fixed validation set for early stopping (e.g. a paper split's
             ``val`` rows). When given, every labeled row of ``X`` trains and
@@ -97,70 +136,75 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = check_features(self, X, y, reset=True)
-        check_two_samples(self, len(X))
-        labeled = labeled_mask(y)
-        X_labeled, y_labeled = X[labeled], y[labeled]
-        check_classification_targets(y_labeled)
-        classes = np.unique(y_labeled)
-        if len(classes) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs labeled samples of at least 2 classes; "
-                f"got {len(classes)} class among {len(y_labeled)} labeled rows."
-            )
+        check_two_samples(self, X.shape[0])
+        labeled = np.flatnonzero(labeled_mask(y))
+        label_encoder, targets = self._encode_labels(y[labeled])
         device = resolve_device(self.device)
         encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
-
-        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed)
-        encoder_network = encoder_network.to(device)
-        label_encoder = LabelEncoder().fit(y_labeled)
-        targets = label_encoder.transform(y_labeled).astype(np.int64)
-        with isolated_global_rng():
-            head = lecun_normal_(
-                torch.nn.Linear(embedding_dim, len(classes)),
-                torch.Generator().manual_seed(head_seed),
-            )
-        if self._frozen():
-            # A frozen encoder is a fixed feature map: embed once, train the head.
-            def prepare(rows):
-                return batched_forward(encoder_network, rows, device, embedding_dim)
-
-            module = head
-        else:
-            def prepare(rows):
-                return rows
-
-            encoder_network.requires_grad_(True)
-            module = torch.nn.Sequential(encoder_network, head)
-
-        inputs = prepare(X_labeled)
-        if X_val is not None or y_val is not None:
-            X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
-            train_data, valid_data = (inputs, targets), (prepare(X_val), targets_val)
-        else:
+        # Everything about the labeled rows is checked before pretraining, which can take hours.
+        if X_val is None and y_val is None:
             train, valid = split_rows(
                 len(targets),
                 self.validation_fraction,
                 split_seed,
                 stratify=_stratify_or_none(targets, self.validation_fraction),
             )
-            train_data = (inputs[train], targets[train])
-            valid_data = None if valid is None else (inputs[valid], targets[valid])
-        net = train_net(
+        else:
+            X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
+            train, valid = np.arange(len(targets)), None
+
+        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed)
+        encoder_network = encoder_network.to(device)
+        with isolated_global_rng():
+            head = lecun_normal_(
+                torch.nn.Linear(embedding_dim, len(label_encoder.classes_)),
+                torch.Generator().manual_seed(head_seed),
+            )
+        if self._frozen():
+            # A frozen encoder is a fixed feature map: embed once, train the head.
+            def features(rows):
+                return batched_forward(encoder_network, rows, device, embedding_dim)
+
+            module = head
+        else:
+            def features(rows):
+                return rows
+
+            encoder_network.requires_grad_(True)
+            module = torch.nn.Sequential(encoder_network, head)
+
+        X_labeled = X if len(labeled) == X.shape[0] else X[labeled]
+        train_rows, valid_rows = split_datasets(features(X_labeled), targets, train, valid, device)
+        if X_val is not None:
+            valid_rows = all_rows(features(X_val), targets_val, device)
+        result = train_net(
             FineTuneNet,
             self,
             module,
             torch.nn.CrossEntropyLoss,
-            train_data,
-            valid_data,
+            train_rows,
+            valid_rows,
             device=device,
             seed=data_seed,
             monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
             lower_is_better=self.scoring == "loss",
-            classes=np.arange(len(classes)),
+            classes=np.arange(len(label_encoder.classes_)),
         )
-        keep_trained(self, torch.nn.Sequential(encoder_network, head), net, device)
+        keep_trained(self, torch.nn.Sequential(encoder_network, head), result, device)
         self.classes_ = label_encoder.classes_
         return self
+
+    def _encode_labels(self, y_labeled):
+        """A LabelEncoder fitted on the labeled rows and their class indices;
+        raises unless there are two classes."""
+        check_classification_targets(y_labeled)
+        label_encoder = LabelEncoder().fit(y_labeled)
+        if len(label_encoder.classes_) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs labeled samples of at least 2 classes; got "
+                f"{len(label_encoder.classes_)} class among {len(y_labeled)} labeled rows."
+            )
+        return label_encoder, label_encoder.transform(y_labeled).astype(np.int64)
 
     def _check_validation_set(self, X_val, y_val, label_encoder):
         """The validation rows as float32 and their labels as class indices."""
@@ -168,10 +212,10 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
             raise ValueError("Pass both X_val and y_val, or neither.")
         X_val = check_features(self, X_val, reset=False)
         y_val = np.asarray(y_val)
-        if len(X_val) != len(y_val) or len(X_val) == 0:
+        if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(
-                f"X_val and y_val need the same, non-zero number of rows; got {len(X_val)} "
-                f"and {len(y_val)}."
+                f"X_val and y_val need the same, non-zero number of rows; got "
+                f"{X_val.shape[0]} and {len(y_val)}."
             )
         unseen = np.setdiff1d(y_val, label_encoder.classes_)
         if len(unseen):
@@ -313,7 +357,7 @@ class QMatchClassifier(BaseHeadClassifier):
 
     _parameter_constraints = {
         **BaseHeadClassifier._parameter_constraints,
-        "encoder": [None, HasMethods(["fit", "transform"])],
+        "encoder": [None, LIBRARY_ENCODER],
         "freeze_encoder": ["boolean"],
     }
 

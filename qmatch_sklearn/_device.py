@@ -5,21 +5,35 @@ import warnings
 import torch
 
 
+def _unavailable(device, backend):
+    warnings.warn(
+        f"device={device!r} was requested but {backend} is not available; using the CPU.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return "cpu"
+
+
 def resolve_device(device):
     """Return the torch device name for the ``device`` parameter.
 
     ``"auto"`` picks CUDA when it is available and the CPU otherwise. Asking
-    for CUDA on a machine without it warns and falls back to the CPU, so a
-    grid search written on a GPU box still runs on a laptop.
+    for CUDA (or MPS) on a machine without it warns and falls back to the
+    CPU, so a grid search written on a GPU box still runs on a laptop. A CUDA
+    index beyond the devices present is an error.
     """
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     name = str(device)
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        warnings.warn(
-            f"device={device!r} was requested but CUDA is not available; using the CPU.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return "cpu"
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return _unavailable(device, "CUDA")
+        index = int(name.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA "
+                f"device(s), numbered from 0."
+            )
+    if name == "mps" and not torch.backends.mps.is_available():
+        return _unavailable(device, "MPS")
     return name

@@ -1,47 +1,107 @@
 """The one training engine: skorch nets that every method and the classifier share.
 
-skorch brings the epoch loop, ``history``, callbacks (early stopping with best
-weights restored, progress output) and device placement. We change three
-things that matter for tabular self-supervision:
+skorch brings the epoch loop, ``history``, callbacks (progress output) and
+device placement. We change what matters for tabular self-supervision:
 
-* batches are slices of one tensor that lives on the training device (one
-  shuffle per epoch, no per-row ``Dataset.__getitem__`` and collate);
+* batches are gathered from one store of the data (a tensor on the training
+  device, or a sparse matrix densified one batch at a time): no copy per
+  split or per epoch, no per-row ``Dataset.__getitem__`` and collate;
+* one callback does early stopping, restores the best epoch and stops on a
+  non-finite loss; a ``KeyboardInterrupt`` reaches the caller (skorch's loop
+  swallows it);
 * randomness comes from a local ``torch.Generator`` (the global RNG is never
   touched);
 * a pretext step asks the method's module for the inputs of its loss and, after
   the optimiser step, lets it update its own state (EMA teacher, queue).
 """
 
+import warnings
+from dataclasses import dataclass
+
 import numpy as np
+import scipy.sparse as sp
 import torch
 from skorch import NeuralNet, NeuralNetClassifier
-from skorch.callbacks import Callback, EarlyStopping
-from skorch.dataset import Dataset
+from skorch.callbacks import Callback
 from skorch.helper import predefined_split
-from skorch.utils import noop
+from skorch.history import History
+from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
 #: Rows per forward pass in ``transform``/``predict``: bounds inference memory.
 INFERENCE_BATCH_SIZE = 8192
 
 
-class SliceBatches:
-    """Mini-batches as contiguous slices of a tensor.
+class Rows(torch.utils.data.Dataset):
+    """The rows ``index`` of ``X`` (and of ``y``), served one batch at a time.
 
-    The whole tensor is permuted once per epoch (one gather) when ``shuffle``
-    is set, then sliced. With ``drop_singleton`` a last batch of one row is
-    skipped, since batch normalisation cannot train on a single row.
+    ``X`` is never copied per split: the training and validation rows of one
+    array are two ``Rows`` over the same storage. A dense ``X`` is a float32
+    tensor on the training device (on the CPU it shares the array's memory);
+    a sparse ``X`` stays a CSR matrix on the host and only the rows of one
+    batch are densified and moved to the device.
     """
 
-    def __init__(self, dataset, batch_size, shuffle=False, generator=None, drop_singleton=False):
-        self.X, self.y = dataset.X, dataset.y
+    def __init__(self, X, y, index):
+        self.X, self.y, self.index = X, y, index
+
+    def __len__(self):
+        return len(self.index)
+
+    def __getitem__(self, i):  # pragma: no cover - batches go through ``batch``
+        return self.batch(self.index[i : i + 1])
+
+    def batch(self, index):
+        """Rows ``index`` (a tensor on the training device) of ``X`` and ``y``."""
+        if sp.issparse(self.X):
+            dense = self.X[index.cpu().numpy()].toarray()
+            X = torch.from_numpy(dense).to(index.device, non_blocking=True)
+        else:
+            X = self.X[index]
+        return X, (None if self.y is None else self.y[index])
+
+
+def device_rows(X, y, device):
+    """``X`` and ``y`` as stored for :class:`Rows`: dense arrays become tensors
+    on ``device`` (never aliasing a read-only array), sparse ``X`` stays CSR."""
+    if not sp.issparse(X):
+        X = torch.as_tensor(X if X.flags.writeable else np.array(X), device=device)
+    return X, (None if y is None else torch.as_tensor(y, device=device))
+
+
+def split_datasets(X, y, train, valid, device):
+    """:class:`Rows` for the ``train`` and ``valid`` row indices of one ``X``
+    (``valid`` may be None: no validation)."""
+    X, y = device_rows(X, y, device)
+
+    def rows(index):
+        return Rows(X, y, torch.as_tensor(index, dtype=torch.int64, device=device))
+
+    return rows(train), (None if valid is None else rows(valid))
+
+
+def all_rows(X, y, device):
+    """:class:`Rows` over every row of ``X``."""
+    return split_datasets(X, y, np.arange(X.shape[0]), None, device)[0]
+
+
+class SliceBatches:
+    """Mini-batches of a :class:`Rows`, in a fresh random order per epoch
+    when ``shuffle`` is set.
+
+    With ``drop_singleton`` a last batch of one row is skipped, since batch
+    normalisation cannot train on a single row.
+    """
+
+    def __init__(self, rows, batch_size, shuffle=False, generator=None, drop_singleton=False):
+        self.rows = rows
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.generator = generator
         self.drop_singleton = drop_singleton
 
     def _stop(self):
-        n = len(self.X)
+        n = len(self.rows)
         if self.drop_singleton and n > 1 and n % self.batch_size == 1:
             return n - 1
         return n
@@ -50,14 +110,12 @@ class SliceBatches:
         return -(-self._stop() // self.batch_size)
 
     def __iter__(self):
-        X, y = self.X, self.y
+        index = self.rows.index
         if self.shuffle:
-            order = torch.randperm(len(X), generator=self.generator, device=X.device)
-            X = X[order]
-            y = None if y is None else y[order]
+            order = torch.randperm(len(index), generator=self.generator, device=index.device)
+            index = index[order]
         for start in range(0, self._stop(), self.batch_size):
-            stop = start + self.batch_size
-            yield X[start:stop], (None if y is None else y[start:stop])
+            yield self.rows.batch(index[start : start + self.batch_size])
 
 
 def _decay_groups(named_parameters, weight_decay):
@@ -94,6 +152,24 @@ class _TabularNetMixin:
 
     def get_params_for_optimizer(self, prefix, named_parameters):
         return (_decay_groups(named_parameters, self.weight_decay),), {"lr": self.lr}
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's ``partial_fit``, except that only :class:`StopTraining` ends
+        the loop quietly.
+
+        skorch treats ``KeyboardInterrupt`` as "stop and keep what you have",
+        which hid a user's Ctrl-C (the estimator came back "fitted" and
+        ``QMatchClassifier`` went on to fine-tune); here it reaches the caller.
+        """
+        if not self.initialized_:
+            self.initialize()
+        self.notify("on_train_begin", X=X, y=y)
+        try:
+            self.fit_loop(X, y, **fit_params)
+        except StopTraining:
+            pass
+        self.notify("on_train_end", X=X, y=y)
+        return self
 
 
 class PretextNet(_TabularNetMixin, NeuralNet):
@@ -168,49 +244,129 @@ class EpochProgressBar(Callback):
         return state
 
 
-def _training_callbacks(*, monitor, lower_is_better, patience, has_validation, verbose, desc):
-    """Early stopping (best weights restored) when there is a validation split,
-    and a progress bar when ``verbose``."""
-    callbacks = []
-    if has_validation:
-        callbacks.append(
-            (
-                "early_stopping",
-                EarlyStopping(
-                    monitor=monitor,
-                    lower_is_better=lower_is_better,
-                    patience=patience,
-                    threshold=0.0,
-                    threshold_mode="abs",
-                    load_best=True,
-                    sink=noop,
-                ),
-            )
-        )
+class StopTraining(Exception):
+    """Raised by a callback to end the epoch loop (early stopping, divergence)."""
+
+
+class KeepBestEpoch(Callback):
+    """Early stopping, the divergence guard and best-weights restoration, in one place.
+
+    After each epoch, training stops at once when the training loss, the
+    ``monitor`` score or a weight is not finite (``diverged_epoch_``).
+    Otherwise the epoch becomes the best one when ``monitor`` improves on the
+    best so far (without validation, ``monitor=None``: every epoch) and its
+    weights are copied; ``patience`` epochs in a row without improvement stop
+    training. At the end the best epoch's weights are loaded back, so a fitted
+    network always comes from an epoch whose losses and weights were finite.
+    ``best_epoch_`` stays 0 when no epoch was (the caller raises).
+    """
+
+    def __init__(self, monitor, lower_is_better, patience):
+        self.monitor = monitor
+        self.lower_is_better = lower_is_better
+        self.patience = patience
+
+    def on_train_begin(self, net, **kwargs):
+        self.best_epoch_ = 0
+        self.best_score_ = None
+        self.misses_ = 0
+        self.diverged_epoch_ = None
+        self.weights_ = None
+
+    def _improves(self, score):
+        if self.best_score_ is None:
+            return True
+        return score < self.best_score_ if self.lower_is_better else score > self.best_score_
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        score = row[self.monitor] if self.monitor else None
+        losses = [row["train_loss"]] + ([score] if self.monitor else [])
+        weights_finite = all(bool(torch.isfinite(p).all()) for p in net.module_.parameters())
+        if not (np.isfinite(losses).all() and weights_finite):
+            self.diverged_epoch_ = row["epoch"]
+            raise StopTraining
+        if self.monitor is None or self._improves(score):
+            self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
+            self.weights_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+        else:
+            self.misses_ += 1
+            if self.misses_ >= self.patience:
+                raise StopTraining
+
+    def on_train_end(self, net, **kwargs):
+        if self.weights_ is not None and self.best_epoch_ != len(net.history):
+            net.module_.load_state_dict(self.weights_)
+        self.weights_ = None
+
+
+@dataclass
+class TrainingResult:
+    """What a training run produced: the skorch history, the epochs run and
+    the epoch whose weights the network now holds (1-based)."""
+
+    history: History
+    n_epochs: int
+    best_epoch: int
+
+
+def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
+    """Early stopping and the divergence guard; a progress bar when ``verbose``."""
+    callbacks = [("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
     if verbose:
         callbacks.append(("progress", EpochProgressBar(desc)))
     return callbacks
 
 
-def as_tensor(X, device):
-    """A float32 tensor on ``device`` that never aliases a read-only array."""
-    if isinstance(X, np.ndarray) and not X.flags.writeable:
-        X = np.array(X)
-    return torch.as_tensor(X, device=device)
-
-
-def to_dataset(X, y, device):
-    return Dataset(as_tensor(X, device), None if y is None else as_tensor(y, device))
+def _outcome(name, guard, history, max_epochs, lr):
+    """The guard's record as a result, a warning or an error, and a sentence
+    that says what happened (printed when ``verbose``)."""
+    n_epochs, best = len(history), guard.best_epoch_
+    if guard.diverged_epoch_ is not None:
+        if best == 0:
+            raise FloatingPointError(
+                f"{name} diverged: the loss or the weights were not finite at epoch "
+                f"{guard.diverged_epoch_}, and no earlier epoch was finite. Lower lr "
+                f"(it is {lr})."
+            )
+        warnings.warn(
+            f"{name}: the loss or the weights became non-finite at epoch "
+            f"{guard.diverged_epoch_}; training stopped and the weights of epoch {best} "
+            f"were restored. A lower lr (it is {lr}) usually avoids this.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+        how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
+    elif guard.monitor is None:
+        how = f"trained {n_epochs} epochs (no validation)"
+    elif n_epochs < max_epochs:
+        how = (
+            f"stopped at epoch {n_epochs}: {guard.monitor} did not improve for "
+            f"{guard.patience} epochs"
+        )
+    else:
+        how = f"ran all {n_epochs} epochs"
+    kept = f"kept epoch {best}"
+    if guard.monitor is not None:
+        kept += f" ({guard.monitor} {guard.best_score_:.4f})"
+    return TrainingResult(history, n_epochs, best), f"{name}: {how}; {kept}."
 
 
 @torch.no_grad()
 def batched_forward(module, X, device, out_dim):
-    """Run ``module`` in eval mode over ``X`` in bounded chunks; float32 numpy out."""
+    """Run ``module`` in eval mode over ``X`` (dense or sparse) in bounded
+    chunks; float32 numpy out. Raises rather than return a non-finite value."""
     module.eval()
-    out = np.empty((len(X), out_dim), dtype=np.float32)
-    for start in range(0, len(X), INFERENCE_BATCH_SIZE):
-        chunk = torch.tensor(X[start : start + INFERENCE_BATCH_SIZE], device=device)
-        out[start : start + len(chunk)] = module(chunk).float().cpu().numpy()
+    out = np.empty((X.shape[0], out_dim), dtype=np.float32)
+    for start in range(0, X.shape[0], INFERENCE_BATCH_SIZE):
+        chunk = X[start : start + INFERENCE_BATCH_SIZE]
+        chunk = chunk.toarray() if sp.issparse(chunk) else chunk
+        out[start : start + len(chunk)] = module(torch.tensor(chunk, device=device)).float().cpu()
+    if not np.isfinite(out).all():
+        raise FloatingPointError(
+            "The network produced non-finite outputs: some input values lie far "
+            "outside the range it was trained on. Scale the features as at fit time."
+        )
     return out
 
 
@@ -218,11 +374,13 @@ def train_net(net_class, estimator, module, criterion, train, valid, *, device, 
               lower_is_better, **net_params):
     """Fit a skorch net configured from the estimator's shared training parameters.
 
-    ``train`` and ``valid`` are ``(X, y)`` pairs (``y`` may be None); ``valid``
-    may be None, which disables early stopping. ``monitor`` names the history
-    column that early stopping watches.
+    ``train`` and ``valid`` are :class:`Rows`; ``valid`` may be None, which
+    disables early stopping (the last finite epoch is kept). ``monitor``
+    names the history column that early stopping watches. Returns a
+    :class:`TrainingResult`; the estimator is only read, never written.
     """
     has_validation = valid is not None
+    name = type(estimator).__name__
     net = net_class(
         module,
         criterion=criterion,
@@ -231,32 +389,36 @@ def train_net(net_class, estimator, module, criterion, train, valid, *, device, 
         weight_decay=estimator.weight_decay,
         batch_size=estimator.batch_size,
         max_epochs=estimator.max_epochs,
-        train_split=predefined_split(to_dataset(*valid, device)) if has_validation else None,
+        train_split=predefined_split(valid) if has_validation else None,
         callbacks=_training_callbacks(
-            monitor=monitor,
+            monitor=monitor if has_validation else None,
             lower_is_better=lower_is_better,
             patience=estimator.patience,
-            has_validation=has_validation,
             verbose=estimator.verbose,
-            desc=type(estimator).__name__,
+            desc=name,
         ),
         device=device,
         verbose=int(estimator.verbose >= 2),
         generator=torch.Generator(device).manual_seed(seed),
         **net_params,
     )
-    return net.fit(to_dataset(*train, device), None)
+    net.fit(train, None)
+    result, summary = _outcome(
+        name, dict(net.callbacks_)["keep_best"], net.history, estimator.max_epochs, estimator.lr
+    )
+    if estimator.verbose:
+        print(summary)
+    return result
 
 
-def keep_trained(estimator, network, net, device):
+def keep_trained(estimator, network, result, device):
     """Store what a fitted estimator keeps: the network (eval mode, no
     gradients), the skorch history, epoch counts and the device."""
     network.eval().requires_grad_(False)
     for param in network.parameters():
         param.grad = None
-    stopper = dict(net.callbacks_).get("early_stopping")
     estimator.network_ = network
-    estimator.history_ = net.history
-    estimator.n_epochs_ = len(net.history)
-    estimator.best_epoch_ = int(stopper.best_epoch_) if stopper is not None else len(net.history)
+    estimator.history_ = result.history
+    estimator.n_epochs_ = result.n_epochs
+    estimator.best_epoch_ = result.best_epoch
     estimator.device_ = device

@@ -91,12 +91,10 @@ class Encoder(nn.Sequential):
 
 def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
     """A LeCun-initialised :class:`Encoder`; ``hidden_sizes=None`` takes the
-    architecture's default widths. Raises ValueError on impossible widths."""
+    architecture's default widths (the estimators validate the widths)."""
     if hidden_sizes is None:
         hidden_sizes = IMIX_HIDDEN_SIZES if architecture == "imix" else MLP_HIDDEN_SIZES
-    sizes = tuple(int(width) for width in hidden_sizes)
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"hidden_sizes must be positive integers, got {hidden_sizes!r}.")
+    sizes = tuple(hidden_sizes)
     if architecture == "imix" and sizes[-1] % MAXOUT_PIECES:
         raise ValueError(
             f"architecture='imix' needs a last hidden size divisible by {MAXOUT_PIECES} "

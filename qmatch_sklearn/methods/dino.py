@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder, shared_docstring
+from .._constraints import LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
 from ._base import Criterion, PretextModule, soft_cross_entropy, two_views
@@ -137,7 +138,7 @@ class DINOEncoder(BasePretextEncoder):
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
         "center_momentum": [Interval(Real, 0, 1, closed="both")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
-        "projection_sizes": ["array-like"],
+        "projection_sizes": [LAYER_SIZES],
         "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}

@@ -13,6 +13,7 @@ from scipy.stats import beta
 from sklearn.utils._param_validation import Interval
 
 from .._base import BasePretextEncoder, shared_docstring
+from .._constraints import LAYER_SIZES
 from .._networks import MLP, lecun_normal_
 from ._base import Criterion, PretextModule
 
@@ -93,7 +94,7 @@ class IMixEncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "temperature": [Interval(Real, 0, None, closed="neither")],
-        "projection_sizes": ["array-like"],
+        "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"temperature": [0.04, 0.1, 0.15, 0.2, 0.3]}
 

@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._base import BasePretextEncoder, shared_docstring
+from .._constraints import LAYER_SIZES
 from .._corruption import vime_corruption
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
@@ -132,7 +133,7 @@ class QMatchEncoder(BasePretextEncoder):
     }
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
-        "projection_sizes": ["array-like"],
+        "projection_sizes": [LAYER_SIZES],
         "queue_size": [Interval(Integral, 1, None, closed="left")],
         "student_temperature": [Interval(Real, 0, None, closed="neither")],
         "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
@@ -148,7 +149,7 @@ class QMatchEncoder(BasePretextEncoder):
 
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
-        projection_sizes = tuple(int(width) for width in self.projection_sizes)
+        projection_sizes = tuple(self.projection_sizes)
         projector = lecun_normal_(MLP(self.embedding_dim, projection_sizes), generator)
         module = QMatchModule(
             encoder,

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 
 from .._base import BasePretextEncoder, shared_docstring
+from .._constraints import LAYER_SIZES
 from .._networks import MLP, lecun_normal_
 from ._base import Criterion, TwoViewModule
 
@@ -70,7 +71,7 @@ class SimCLREncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
-        "projection_sizes": ["array-like"],
+        "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 

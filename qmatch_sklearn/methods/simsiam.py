@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder, shared_docstring
+from .._constraints import LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
 from ._base import Criterion, TwoViewModule
 
@@ -89,7 +90,7 @@ class SimSiamEncoder(BasePretextEncoder):
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
-        "projection_sizes": ["array-like"],
+        "projection_sizes": [LAYER_SIZES],
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}

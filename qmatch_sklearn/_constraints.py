@@ -1,0 +1,51 @@
+"""Parameter constraints that scikit-learn's vocabulary lacks, in its format.
+
+scikit-learn's ``_validate_params`` accepts ``Options`` among its constraint
+types; :class:`Satisfies` tests a predicate instead of membership, so every
+parameter error reads the same way: "The 'x' parameter of Y must be
+<description>. Got ... instead."
+"""
+
+import re
+from numbers import Integral
+
+from sklearn.utils._param_validation import Options
+
+
+class Satisfies(Options):
+    """A constraint given by a predicate and the description its errors show."""
+
+    def __init__(self, predicate, description):
+        super().__init__(object, set())
+        self.predicate = predicate
+        self.description = description
+
+    def is_satisfied_by(self, val):
+        return bool(self.predicate(val))
+
+    def __str__(self):
+        return self.description
+
+
+def _is_layer_sizes(value):
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) > 0
+        and all(isinstance(w, Integral) and not isinstance(w, bool) and w >= 1 for w in value)
+    )
+
+
+#: Widths of a stack of layers (``hidden_sizes``, ``projection_sizes``).
+LAYER_SIZES = Satisfies(_is_layer_sizes, "a non-empty tuple of positive integers")
+
+_DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+#: The ``device`` values; whether the device exists is checked at fit time.
+DEVICE_NAMES = Satisfies(
+    lambda value: isinstance(value, str) and _DEVICE_PATTERN.fullmatch(value) is not None,
+    "'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'",
+)
+
+#: ``lr`` above this overflows float32 inside AdamW (it divides by 1 - beta1);
+#: no useful learning rate comes near it, and one that diverges is caught.
+MAX_LR = 1e30
