@@ -40,7 +40,10 @@ SHARED_PARAMETERS_DOC = """\
         Upper bound on pretraining epochs.
     patience : int, default=32
         Stop after this many epochs without a lower pretext-validation loss;
-        the weights of the best epoch are restored.
+        the weights of the best epoch are restored. Training also stops when
+        a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
+        finite epoch is restored with a ``ConvergenceWarning``, and
+        ``FloatingPointError`` is raised when no epoch was finite.
     validation_fraction : float or None, default=0.1
         Share of the rows held out for that validation loss. None trains for
         ``max_epochs`` and keeps the last weights.
@@ -52,7 +55,9 @@ SHARED_PARAMETERS_DOC = """\
         global random states are never touched. Same seed, same embeddings on
         the CPU.
     verbose : int, default=0
-        1 shows a progress bar over epochs; 2 also prints a table per epoch."""
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept."""
 
 SHARED_ATTRIBUTES_DOC = """\
     network_ : torch.nn.Module

@@ -287,7 +287,9 @@ _SUPERVISED_PARAMETERS_DOC = """\
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
     verbose : int, default=0
-        1 shows progress bars."""
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept."""
 
 _CLASSIFIER_ATTRIBUTES_DOC = """\
     network_ : torch.nn.Module

@@ -28,8 +28,11 @@ from skorch.history import History
 from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
-#: Rows per forward pass in ``transform``/``predict``: bounds inference memory.
+#: Most rows per forward pass in ``transform``/``predict``.
 INFERENCE_BATCH_SIZE = 8192
+#: Most bytes of float32 input per forward pass: bounds inference memory for
+#: wide (e.g. one-hot) inputs, whose sparse form is densified one chunk at a time.
+INFERENCE_CHUNK_BYTES = 32 * 2**20
 
 
 class Rows(torch.utils.data.Dataset):
@@ -311,11 +314,11 @@ class TrainingResult:
 
 
 def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
-    """Early stopping and the divergence guard; a progress bar when ``verbose``."""
-    callbacks = [("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
-    if verbose:
-        callbacks.append(("progress", EpochProgressBar(desc)))
-    return callbacks
+    """Early stopping and the divergence guard; with ``verbose=1`` a progress
+    bar (``verbose=2`` prints skorch's table of every epoch instead)."""
+    # The bar comes first so that it counts the epoch on which training stops.
+    callbacks = [("progress", EpochProgressBar(desc))] if verbose == 1 else []
+    return callbacks + [("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
 
 
 def _outcome(name, guard, history, max_epochs, lr):
@@ -358,8 +361,9 @@ def batched_forward(module, X, device, out_dim):
     chunks; float32 numpy out. Raises rather than return a non-finite value."""
     module.eval()
     out = np.empty((X.shape[0], out_dim), dtype=np.float32)
-    for start in range(0, X.shape[0], INFERENCE_BATCH_SIZE):
-        chunk = X[start : start + INFERENCE_BATCH_SIZE]
+    rows = max(1, min(INFERENCE_BATCH_SIZE, INFERENCE_CHUNK_BYTES // (4 * X.shape[1])))
+    for start in range(0, X.shape[0], rows):
+        chunk = X[start : start + rows]
         chunk = chunk.toarray() if sp.issparse(chunk) else chunk
         out[start : start + len(chunk)] = module(torch.tensor(chunk, device=device)).float().cpu()
     if not np.isfinite(out).all():

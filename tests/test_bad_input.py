@@ -1,0 +1,104 @@
+"""Bad input, one row each: a clear error that names the problem, before any training."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
+from sklearn.preprocessing import StandardScaler
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
+from qmatch_sklearn import _base, _classifier
+
+from .conftest import tiny_encoder_params
+
+X, Y = make_classification(n_samples=120, n_features=6, n_classes=3, n_informative=4,
+                           random_state=0)
+Y_SEMI = np.where(np.arange(len(Y)) % 4 == 0, Y, -1)
+STRINGS = np.array(["a", "b", "c"])[Y]
+
+
+def encoder(**params):
+    return QMatchEncoder(**tiny_encoder_params(**params))
+
+
+def classifier(**params):
+    return QMatchClassifier(encoder(), **{"device": "cpu", "random_state": 0, **params})
+
+
+def with_minus_one(labels, dtype):
+    y = labels.astype(object)
+    y[::4] = -1
+    return y.astype(dtype)
+
+
+#: (estimator, fit arguments, exception, message pattern)
+CASES = {
+    "projection_sizes=(0,)": (encoder(projection_sizes=(0,)), (X,), ValueError,
+                              "'projection_sizes' .* non-empty tuple of positive integers"),
+    "projection_sizes=()": (encoder(projection_sizes=()), (X,), ValueError,
+                            "'projection_sizes' .* non-empty tuple"),
+    "hidden_sizes=(16.7,)": (encoder(hidden_sizes=(16.7,)), (X,), ValueError,
+                             "'hidden_sizes' .* positive integers. Got \\(16.7,\\)"),
+    "mlp hidden_sizes=(0,)": (SupervisedMLPClassifier(hidden_sizes=(0,)), (X, Y), ValueError,
+                              "'hidden_sizes'"),
+    "device='gpu'": (encoder(device="gpu"), (X,), ValueError,
+                     "'device' .* 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'. Got 'gpu'"),
+    "device='cuda:x'": (encoder(device="cuda:x"), (X,), ValueError, "'device'"),
+    "classifier device='tpu'": (classifier(device="tpu"), (X, Y), ValueError, "'device'"),
+    "lr=1e38": (encoder(lr=1e38), (X,), ValueError, "'lr' .* range"),
+    "encoder=StandardScaler()": (QMatchClassifier(StandardScaler()), (X, Y), ValueError,
+                                 "'encoder' .* an encoder of qmatch_sklearn"),
+    "encoder=FrozenEstimator(StandardScaler())": (
+        QMatchClassifier(FrozenEstimator(StandardScaler().fit(X))), (X, Y), ValueError,
+        "'encoder'"),
+    "string y with '-1'": (classifier(), (X, with_minus_one(STRINGS, str)), ValueError,
+                           "string dtype.*object array"),
+    "list of strings and -1": (classifier(), (X, list(with_minus_one(STRINGS, object))),
+                               ValueError, "string dtype"),
+    "object y with the string '-1'": (
+        classifier(), (X, np.where(Y_SEMI == -1, "-1", STRINGS).astype(object)), ValueError,
+        "string '-1'.*integer -1"),
+    "one class labeled": (classifier(), (X, np.where(Y == 0, 0, -1)), ValueError,
+                          "at least 2 classes"),
+    "too few labeled rows": (classifier(), (X, np.r_[0, 1, np.full(len(Y) - 2, -1)]),
+                             ValueError, "leaves 1 training row"),
+    "X_val without y_val": (classifier(), (X, Y_SEMI), ValueError, "both X_val and y_val",
+                            {"X_val": X[:10]}),
+    "X_val of another width": (classifier(), (X, Y_SEMI), ValueError, "features",
+                               {"X_val": X[:10, :4], "y_val": Y[:10]}),
+    "y_val with unseen labels": (classifier(), (X, Y_SEMI), ValueError, "not among",
+                                 {"X_val": X[:10], "y_val": np.full(10, 7)}),
+    "X_val and y_val of other lengths": (classifier(), (X, Y_SEMI), ValueError,
+                                         "same, non-zero number of rows",
+                                         {"X_val": X[:10], "y_val": Y[:9]}),
+    "X with NaN": (encoder(), (np.where(X > 2, np.nan, X),), ValueError, "NaN"),
+    "X with strings": (encoder(), (np.full((5, 2), "a"),), ValueError,
+                       "needs numeric features"),
+}
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Training starting is a test failure: every check must come before it."""
+
+    def train_net(*args, **kwargs):
+        raise AssertionError("training started before the bad input was reported")
+
+    monkeypatch.setattr(_base, "train_net", train_net)
+    monkeypatch.setattr(_classifier, "train_net", train_net)
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_bad_input_is_reported_before_training(case, no_training):
+    estimator, args, error, pattern, *fit_params = CASES[case]
+    kept = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    with pytest.raises(error, match=pattern):
+        estimator.fit(*args, **(fit_params[0] if fit_params else {}))
+    for before, after in zip(kept, args):  # nothing the user passed is modified
+        np.testing.assert_array_equal(np.asarray(before), np.asarray(after))
+
+
+def test_integer_minus_one_in_an_object_array_marks_unlabeled_string_rows():
+    y = with_minus_one(STRINGS, object)
+    clf = QMatchClassifier(encoder(), max_epochs=3, device="cpu", random_state=0).fit(X, y)
+    assert list(clf.classes_) == ["a", "b", "c"]

@@ -1,0 +1,148 @@
+"""The training engine as a user meets it: divergence, Ctrl-C, what verbose says, memory."""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.frozen import FrozenEstimator
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+from qmatch_sklearn._engine import FineTuneNet, PretextNet
+from qmatch_sklearn.methods import qmatch
+
+from .conftest import tiny_encoder_params
+
+N_ROWS, BATCH = 300, 64
+STEPS_PER_EPOCH = 5  # ceil(300 / 64), no validation split
+
+
+@pytest.fixture(scope="module")
+def X():
+    X, _ = make_classification(n_samples=N_ROWS, n_features=10, random_state=0)
+    return X
+
+
+def loss_failing_after(monkeypatch, n_calls, failure):
+    """Make the Q-Match loss ``failure(loss)`` from its ``n_calls + 1``-th call on."""
+    calls = {"n": 0}
+    original = qmatch.distribution_matching_loss
+
+    def loss(*args, **kwargs):
+        calls["n"] += 1
+        value = original(*args, **kwargs)
+        return failure(value) if calls["n"] > n_calls else value
+
+    monkeypatch.setattr(qmatch, "distribution_matching_loss", loss)
+
+
+def test_a_diverging_fit_keeps_the_last_finite_epoch_with_a_warning(X, monkeypatch):
+    params = tiny_encoder_params(max_epochs=10, validation_fraction=None)
+    reference = QMatchEncoder(**{**params, "max_epochs": 3}).fit(X).transform(X)
+    loss_failing_after(monkeypatch, 3 * STEPS_PER_EPOCH, lambda loss: loss * float("nan"))
+    with pytest.warns(ConvergenceWarning, match="non-finite at epoch 4.*epoch 3 were restored"):
+        encoder = QMatchEncoder(**params).fit(X)
+    assert (encoder.n_epochs_, encoder.best_epoch_) == (4, 3)
+    np.testing.assert_array_equal(encoder.transform(X), reference)
+
+
+def test_with_validation_the_best_finite_epoch_is_restored(X, monkeypatch):
+    loss_failing_after(monkeypatch, 60, lambda loss: loss * float("inf"))
+    with pytest.warns(ConvergenceWarning, match="were restored"):
+        encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=50)).fit(X)
+    finite = np.asarray(encoder.history_[:-1, "valid_loss"])
+    assert encoder.best_epoch_ == int(np.argmin(finite)) + 1
+    assert np.isfinite(encoder.transform(X)).all()
+
+
+def test_a_fit_with_no_finite_epoch_raises_and_names_lr(X):
+    encoder = QMatchEncoder(**tiny_encoder_params(lr=1e30))
+    with pytest.raises(FloatingPointError, match="diverged.*Lower lr"):
+        encoder.fit(X)
+    assert not hasattr(encoder, "network_")
+
+
+def test_a_fitted_estimator_raises_rather_than_return_non_finite_values(X):
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    with pytest.raises(FloatingPointError, match="non-finite outputs"):
+        encoder.transform(np.full((2, 10), 3e38))
+
+
+def interrupt_on_step(monkeypatch, net_class, step):
+    """Raise KeyboardInterrupt in the ``step``-th training step of ``net_class``,
+    where a Ctrl-C would raise it."""
+    calls = {"n": 0}
+    original = net_class.train_step_single
+
+    def train_step_single(self, batch, **fit_params):
+        calls["n"] += 1
+        if calls["n"] == step:
+            raise KeyboardInterrupt
+        return original(self, batch, **fit_params)
+
+    monkeypatch.setattr(net_class, "train_step_single", train_step_single)
+
+
+def test_ctrl_c_during_pretraining_reaches_the_caller(X, monkeypatch):
+    interrupt_on_step(monkeypatch, PretextNet, 12)
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=200))
+    with pytest.raises(KeyboardInterrupt):
+        encoder.fit(X)
+    assert not hasattr(encoder, "network_")
+    interrupt_on_step(monkeypatch, PretextNet, 12)
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=200)), device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X, np.arange(N_ROWS) % 2)
+    assert not hasattr(clf, "classes_")
+
+
+def test_ctrl_c_during_fine_tuning_reaches_the_caller(X, monkeypatch):
+    encoder = FrozenEstimator(QMatchEncoder(**tiny_encoder_params()).fit(X))
+    interrupt_on_step(monkeypatch, FineTuneNet, 7)
+    clf = QMatchClassifier(encoder, max_epochs=200, device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X, np.arange(N_ROWS) % 2)
+    assert not hasattr(clf, "classes_")
+
+
+def test_verbose_says_where_training_stopped_and_which_epoch_was_kept(X, capsys):
+    params = tiny_encoder_params(max_epochs=200, patience=2, lr=0.05)
+    encoder = QMatchEncoder(**params, verbose=1).fit(X)
+    out = capsys.readouterr()
+    assert (
+        f"QMatchEncoder: stopped at epoch {encoder.n_epochs_}: valid_loss did not improve "
+        f"for 2 epochs; kept epoch {encoder.best_epoch_} (valid_loss "
+    ) in out.out
+    assert f"{encoder.n_epochs_}/200" in out.err  # the bar counts the epoch it stopped at
+    QMatchEncoder(**{**params, "max_epochs": 2}, verbose=2).fit(X)
+    out = capsys.readouterr()
+    assert "train_loss    valid_loss" in out.out  # skorch's table of epochs, not a bar
+    assert "epoch/s" not in out.err
+    assert "QMatchEncoder: ran all 2 epochs; kept epoch" in out.out
+
+
+def test_sparse_input_is_densified_one_batch_at_a_time():
+    """A one-hot matrix whose dense form is 400 MB fits and transforms with no
+    NumPy allocation near that size (the densified batches are small)."""
+    rng = np.random.default_rng(0)
+    n_rows, n_columns = 20_000, 5000
+    rows = np.repeat(np.arange(n_rows), 10)
+    X = sp.csr_matrix(
+        (np.ones(len(rows)), (rows, rng.integers(0, n_columns, len(rows)))),
+        shape=(n_rows, n_columns),
+    )
+    dense_bytes = n_rows * n_columns * 4
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=1))
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            Z = encoder.fit(X).transform(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert Z.shape == (n_rows, 8) and np.isfinite(Z).all()
+    assert peak < dense_bytes / 8, f"peak NumPy allocation {peak / 1e6:.1f} MB"
