@@ -72,7 +72,8 @@ class Block:
 
     @property
     def id(self):
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page
+        return f"{page}:{self.line}"
 
 
 def _indent(line):
@@ -306,3 +307,26 @@ def test_extractor_finds_every_kind_of_block(tmp_path):
     assert [(b.line, b.source, b.doctest, b.skip) for b in blocks] == [
         (1, "a = 1\n", False, None), (6, "b\n", False, "downloads"), (12, ">>> a\n1\n", True, None)
     ]
+
+
+def test_doctest_blocks_compare_their_output(tmp_path):
+    page = tmp_path / "page.rst"
+    namespace = {}
+    run_block(Block(page, 1, 1, ">>> x = 40 + 2\n>>> x\n42\n", doctest=True), namespace)
+    assert namespace["x"] == 42  # later blocks of the page see it
+    with pytest.raises(AssertionError, match="Expected"):
+        run_block(Block(page, 5, 5, ">>> x\n41\n", doctest=True), namespace)
+
+
+def test_data_page_selects_the_str_column():
+    """data.rst's selectors keep a pandas 3 ``str`` column (``dtype_include="category"``
+    silently dropped it), and the snippet's encoder sees the one-hot columns."""
+    page = ROOT / "docs" / "user_guide" / "data.rst"
+    namespace = {}
+    run_block(next(b for b in BLOCKS[page] if "make_column_selector" in b.source), namespace)
+    X, preprocessor = namespace["X"], namespace["preprocessor"]
+    assert not (X["size"].dtype.kind in "iufc")  # a text column, whatever pandas calls it
+    selected = {name: list(columns) for name, _, columns in preprocessor.transformers_}
+    assert selected["categorical"] == ["size"]
+    assert len(selected["numeric"]) == 30
+    assert namespace["Z"].shape == (len(X), 128)
