@@ -82,7 +82,8 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
 
     def _network_skeleton(self):
         encoder_network = self._encoder_skeleton()
-        embedding_dim = encoder_network[-1].out_features  # an Encoder ends with its linear layer to z
+        # an Encoder ends with its linear layer to z
+        embedding_dim = encoder_network[-1].out_features
         return torch.nn.Sequential(
             encoder_network, torch.nn.Linear(embedding_dim, len(self.classes_))
         )

@@ -308,7 +308,8 @@ def save(estimator, path):
         "qmatch_sklearn_version": __version__,
         "estimator": writer.estimator(estimator, ""),
     }
-    save_file(writer.tensors, path, metadata={"format": FORMAT_NAME, "document": json.dumps(document)})
+    metadata = {"format": FORMAT_NAME, "document": json.dumps(document)}
+    save_file(writer.tensors, path, metadata=metadata)
 
 
 def load(path):
