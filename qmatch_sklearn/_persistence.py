@@ -81,13 +81,14 @@ class PersistenceMixin:
                 stacklevel=2,
             )
         weights = state.pop("network_", None)
+        # checked before anything is restored: a refused state leaves no half-built estimator
+        tensors = None if weights is None else _tensors_from_arrays(weights, type(self).__name__)
         if "device_" in state:
             state["device_"] = resolve_device(state["device_"])
         if "history_" in state:
             state["history_"] = History(state["history_"])
         super().__setstate__(state)
-        if weights is not None:
-            tensors = _tensors_from_arrays(weights, type(self).__name__)
+        if tensors is not None:
             # the skeleton's initial weights are overwritten: keep the global RNG where it was
             with isolated_global_rng():
                 network = self._network_skeleton()
