@@ -1,7 +1,7 @@
 """Self-supervised representation learning for tabular data, in scikit-learn."""
 
-from ._base import InconsistentVersionWarning
 from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+from ._persistence import InconsistentVersionWarning, load, save
 from ._search_space import paper_param_grid
 from ._version import __version__
 from .methods import (
@@ -30,5 +30,7 @@ __all__ = [
     "VICRegEncoder",
     "VIMEEncoder",
     "__version__",
+    "load",
     "paper_param_grid",
+    "save",
 ]

@@ -1,8 +1,6 @@
-"""scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform, pickling."""
+"""scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform."""
 
 import inspect
-import io
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,7 +15,7 @@ from ._constraints import DEVICE_NAMES, LAYER_SIZES, MAX_LR
 from ._device import resolve_device
 from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
 from ._networks import build_encoder, isolated_global_rng
-from ._version import __version__
+from ._persistence import PersistenceMixin
 
 SHARED_PARAMETERS_DOC = """\
     hidden_sizes : tuple of int, default=None
@@ -92,10 +90,6 @@ shared_docstring = fill_docstring(
 )
 
 
-class InconsistentVersionWarning(UserWarning):
-    """A pickle made by another version of qmatch_sklearn was loaded."""
-
-
 def check_features(estimator, X, y="no_validation", *, reset):
     """``validate_data`` to float32, with a hint when the input holds strings.
 
@@ -160,6 +154,20 @@ NETWORK_CONSTRAINTS = {
     "embedding_dim": [Interval(Integral, 1, None, closed="left")],
 }
 
+
+class EncoderNetworkMixin:
+    """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
+
+    def _build_encoder(self, n_features, generator):
+        return build_encoder(
+            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
+        )
+
+    def _encoder_skeleton(self):
+        """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
+        return self._build_encoder(self.n_features_in_, torch.Generator())
+
+
 #: Parameters of the training loop, shared by every estimator that trains a network.
 TRAINING_CONSTRAINTS = {
     "lr": [Interval(Real, 0, MAX_LR, closed="right")],
@@ -172,46 +180,6 @@ TRAINING_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
-
-
-class TorchPickleMixin:
-    """Pickles that load on any machine and say which version wrote them.
-
-    Each attribute named in ``_torch_attributes`` is written with
-    ``torch.save`` and read back with a ``map_location`` for the device that
-    exists at load time: a model trained on CUDA loads on a CPU-only machine
-    (with a warning). Only fitted weights are kept, never optimiser state.
-    """
-
-    _torch_attributes = ()
-
-    def __getstate__(self):
-        state = dict(super().__getstate__())
-        for name in self._torch_attributes:
-            if name in state:
-                buffer = io.BytesIO()
-                torch.save(state[name], buffer)
-                state[name] = buffer.getvalue()
-        state["_qmatch_sklearn_version"] = __version__
-        return state
-
-    def __setstate__(self, state):
-        version = state.pop("_qmatch_sklearn_version", None)
-        if version != __version__:
-            warnings.warn(
-                f"This {type(self).__name__} was pickled with qmatch_sklearn {version} and "
-                f"is loaded with {__version__}; results may differ.",
-                InconsistentVersionWarning,
-                stacklevel=2,
-            )
-        if "device_" in state:
-            state["device_"] = resolve_device(state["device_"])
-        for name in self._torch_attributes:
-            if name in state:
-                state[name] = torch.load(
-                    io.BytesIO(state[name]), map_location=state["device_"], weights_only=False
-                )
-        super().__setstate__(state)
 
 
 #: The parameters every encoder shares, with their defaults (signature order).
@@ -255,7 +223,11 @@ def keyword_only_init(defaults):
 
 
 class BasePretextEncoder(
-    TorchPickleMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    PersistenceMixin,
+    EncoderNetworkMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    BaseEstimator,
 ):
     """Base class of the self-supervised encoders (not for direct use).
 
@@ -264,7 +236,8 @@ class BasePretextEncoder(
     ``SHARED_DEFAULTS``), ``_parameter_constraints`` for its own parameters,
     and ``_build_pretext(n_features, generator)`` returning
     ``(PretextModule, loss module)``. Everything else (validation, seeding,
-    the training engine, transform, pickling) lives here.
+    the training engine, transform) lives here, and saving in
+    ``PersistenceMixin``.
     """
 
     _method_defaults = {}
@@ -274,12 +247,9 @@ class BasePretextEncoder(
         cls.__init__ = keyword_only_init({**cls._method_defaults, **SHARED_DEFAULTS})
 
     _parameter_constraints = {**NETWORK_CONSTRAINTS, **TRAINING_CONSTRAINTS}
-    _torch_attributes = ("network_",)
 
-    def _build_encoder(self, n_features, generator):
-        return build_encoder(
-            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
-        )
+    def _network_skeleton(self):
+        return self._encoder_skeleton()
 
     def _build_pretext(self, n_features, generator):  # pragma: no cover - abstract
         raise NotImplementedError

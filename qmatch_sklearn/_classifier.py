@@ -22,7 +22,7 @@ from ._base import (
     BasePretextEncoder,
     NETWORK_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
-    TorchPickleMixin,
+    EncoderNetworkMixin,
     check_features,
     check_two_samples,
     draw_seeds,
@@ -40,7 +40,8 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._networks import build_encoder, isolated_global_rng, lecun_normal_
+from ._networks import isolated_global_rng, lecun_normal_
+from ._persistence import PersistenceMixin
 from .methods import QMatchEncoder
 
 UNLABELED = -1
@@ -85,6 +86,11 @@ def labeled_mask(y):
     return np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
 
 
+def _unfrozen(encoder):
+    """The encoder inside a FrozenEstimator, or ``encoder`` itself."""
+    return encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
+
+
 def _stratify_or_none(y, validation_fraction):
     """Stratify the validation split when every class can appear in both parts."""
     if validation_fraction is None:
@@ -96,19 +102,28 @@ def _stratify_or_none(y, validation_fraction):
     return None
 
 
-class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
+class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Shared supervised stage (not for direct use).
 
-    Subclasses provide ``_encoder_network(X, seed)`` returning the encoder
-    network to start from and its output width, and ``_frozen()`` telling
-    whether only the head trains.
+    Subclasses provide ``_encoder_network(X, seed, device)`` returning the
+    encoder network to start from (on ``device``) and its output width,
+    ``_frozen()`` telling whether only the head trains, and
+    ``_encoder_skeleton()`` returning the fitted encoder network's shape,
+    untrained, for loading.
     """
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
-    _torch_attributes = ("network_",)
 
     def _frozen(self):
         return False
+
+    def _network_skeleton(self):
+        encoder_network = self._encoder_skeleton()
+        # an Encoder ends with its linear layer to z
+        embedding_dim = encoder_network[-1].out_features
+        return torch.nn.Sequential(
+            encoder_network, torch.nn.Linear(embedding_dim, len(self.classes_))
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -153,8 +168,7 @@ class BaseHeadClassifier(TorchPickleMixin, ClassifierMixin, BaseEstimator):
             X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
             train, valid = np.arange(len(targets)), None
 
-        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed)
-        encoder_network = encoder_network.to(device)
+        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
         with isolated_global_rng():
             head = lecun_normal_(
                 torch.nn.Linear(embedding_dim, len(label_encoder.classes_)),
@@ -395,13 +409,13 @@ class QMatchClassifier(BaseHeadClassifier):
     def _frozen(self):
         return self.freeze_encoder
 
-    def _encoder_network(self, X, seed):
+    def _encoder_network(self, X, seed, device):
         if self.encoder is None:
             encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
         else:
             encoder = clone(self.encoder)
         encoder.fit(X, None)
-        fitted = encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
+        fitted = _unfrozen(encoder)
         check_is_fitted(fitted)
         if fitted.n_features_in_ != X.shape[1]:
             raise ValueError(
@@ -409,12 +423,25 @@ class QMatchClassifier(BaseHeadClassifier):
                 f"{fitted.n_features_in_} features."
             )
         self.encoder_ = encoder
-        # fine-tuning trains a copy: the fitted encoder stays as it was
-        return copy.deepcopy(fitted.network_), fitted.embedding_dim
+        # A frozen encoder never trains: its network is shared, and saved once (with
+        # encoder_). Fine-tuning trains a copy, as does a frozen encoder used on another
+        # device: the fitted encoder stays as it was.
+        self._shares_encoder_network = self.freeze_encoder and fitted.device_ == device
+        if self._shares_encoder_network:
+            return fitted.network_, fitted.embedding_dim
+        return copy.deepcopy(fitted.network_).to(device), fitted.embedding_dim
+
+    def _stored_network(self, network):
+        # a shared encoder network is stored with encoder_: only the head is stored here
+        return network[1] if self._shares_encoder_network else network
+
+    def _encoder_skeleton(self):
+        encoder = _unfrozen(self.encoder_)
+        return encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
 
 
 @_classifier_docstring
-class SupervisedMLPClassifier(BaseHeadClassifier):
+class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
     """The encoder network plus a linear head, trained from random weights on labels only.
 
     The paper's "supervised baseline": the same architecture and supervised
@@ -463,10 +490,7 @@ class SupervisedMLPClassifier(BaseHeadClassifier):
         }
     )
 
-    def _encoder_network(self, X, seed):
+    def _encoder_network(self, X, seed, device):
         with isolated_global_rng():
-            network = build_encoder(
-                X.shape[1], self.hidden_sizes, self.embedding_dim, self.architecture,
-                torch.Generator().manual_seed(seed),
-            )
-        return network, self.embedding_dim
+            network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed))
+        return network.to(device), self.embedding_dim

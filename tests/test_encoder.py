@@ -3,7 +3,6 @@
 import pickle
 import subprocess
 import sys
-import warnings
 
 import joblib
 import numpy as np
@@ -13,8 +12,7 @@ import torch
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 
-import qmatch_sklearn
-from qmatch_sklearn import InconsistentVersionWarning, QMatchEncoder
+from qmatch_sklearn import QMatchEncoder
 
 from .conftest import tiny_encoder_params
 
@@ -214,17 +212,6 @@ def test_a_cuda_model_loads_on_a_cpu_only_machine(tmp_path, data, fitted, monkey
     assert result.stdout.strip() == "cpu"
     assert "CUDA is not available" in result.stderr
     np.testing.assert_array_equal(out, fitted.transform(data[0]))
-
-
-def test_version_mismatch_warns(fitted, monkeypatch):
-    payload = pickle.dumps(fitted)
-    monkeypatch.setattr(qmatch_sklearn._base, "__version__", "99.0")
-    with pytest.warns(InconsistentVersionWarning, match="pickled with qmatch_sklearn"):
-        pickle.loads(payload)
-    monkeypatch.undo()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", InconsistentVersionWarning)
-        pickle.loads(payload)
 
 
 def test_cuda_request_without_cuda_falls_back_to_cpu_with_a_warning(data, monkeypatch):

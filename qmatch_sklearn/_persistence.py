@@ -1,0 +1,382 @@
+"""Saving fitted estimators: the state that pickle, joblib and skops read, and a pickle-free file.
+
+Every path goes through one state. ``__getstate__`` turns the trained network
+into its ``state_dict`` as plain NumPy arrays; ``__setstate__`` rebuilds an
+untrained network from the estimator's own parameters and copies those arrays
+in. Nothing read from a file is ever handed to ``torch.load``, so a tampered
+file can at worst fail to load (pickle itself still runs code; skops and
+:func:`load` do not).
+
+:func:`save` writes that state as one safetensors file: the weights as
+tensors, everything else as a JSON document in the file's header.
+:func:`load` rebuilds only this library's estimators from it.
+"""
+
+import json
+import warnings
+
+import numpy as np
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
+from sklearn.frozen import FrozenEstimator
+from skorch.history import History
+
+from ._device import resolve_device
+from ._networks import isolated_global_rng
+from ._version import __version__
+
+#: State key of the library version that wrote a pickle (or a :func:`save` file).
+VERSION_KEY = "_qmatch_sklearn_version"
+#: The safetensors header entry that marks a :func:`save` file, and its layout version.
+FORMAT_NAME = "qmatch_sklearn"
+FORMAT_VERSION = 1
+#: dtype kinds of weights: bool, signed and unsigned integers, floats.
+NUMERIC_KINDS = "biuf"
+
+
+class InconsistentVersionWarning(UserWarning):
+    """A model saved by another version of qmatch_sklearn was loaded."""
+
+
+class PersistenceMixin:
+    """State hooks for pickle, joblib, skops and :func:`save`: portable, and safe to read.
+
+    ``network_`` is stored as its ``state_dict`` in NumPy arrays (on the CPU,
+    exact values) and ``history_`` as a plain list of dicts. On load the
+    network is rebuilt untrained from the estimator's parameters and fitted
+    attributes (``_network_skeleton``), the arrays are copied in, and it moves
+    to the device that exists at load time: a model trained on CUDA loads on a
+    CPU-only machine (with a warning). Only fitted weights are kept, never
+    optimiser state.
+    """
+
+    def _network_skeleton(self):  # pragma: no cover - abstract
+        """An untrained module shaped like ``network_``, built from parameters and
+        fitted attributes only."""
+        raise NotImplementedError
+
+    def _stored_network(self, network):
+        """The part of ``network`` whose weights this estimator's state holds:
+        all of it, unless a nested estimator already stores a part."""
+        return network
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        if "network_" in state:
+            stored = self._stored_network(self.network_).state_dict()
+            state["network_"] = {name: tensor.numpy(force=True) for name, tensor in stored.items()}
+            state["history_"] = list(self.history_)
+        state[VERSION_KEY] = __version__
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        version = state.pop(VERSION_KEY, None)
+        if version != __version__:
+            warnings.warn(
+                f"This {type(self).__name__} was saved with qmatch_sklearn {version} and "
+                f"is loaded with {__version__}; results may differ.",
+                InconsistentVersionWarning,
+                stacklevel=2,
+            )
+        weights = state.pop("network_", None)
+        # checked before anything is restored: a refused state leaves no half-built estimator
+        tensors = None if weights is None else _tensors_from_arrays(weights, type(self).__name__)
+        if "device_" in state:
+            state["device_"] = resolve_device(state["device_"])
+        if "history_" in state:
+            state["history_"] = History(state["history_"])
+        super().__setstate__(state)
+        if tensors is not None:
+            # the skeleton's initial weights are overwritten: keep the global RNG where it was
+            with isolated_global_rng():
+                network = self._network_skeleton()
+            self._stored_network(network).load_state_dict(tensors)
+            self.network_ = network.to(self.device_).eval().requires_grad_(False)
+
+
+def _tensors_from_arrays(weights, owner):
+    """``{name: ndarray}`` as tensors; anything else is refused, never deserialised."""
+    is_arrays = isinstance(weights, dict) and all(
+        isinstance(name, str) and isinstance(array, np.ndarray)
+        and array.dtype.kind in NUMERIC_KINDS
+        for name, array in weights.items()
+    )
+    if not is_arrays:
+        raise ValueError(
+            f"The saved {owner} holds network_ as {type(weights).__name__}, not as a dict of "
+            "numeric NumPy arrays: it was written by an earlier qmatch_sklearn (weights as a "
+            "torch.save blob) or it was altered. It is not loaded, since reading such a blob "
+            "can run code. Refit the model, or load it with the version that wrote it in a "
+            "trusted environment and save it again."
+        )
+    return {name: torch.from_numpy(array) for name, array in weights.items()}
+
+
+def _loadable_classes():
+    """The classes :func:`load` rebuilds, by name: every public estimator of the
+    library, and FrozenEstimator (around one of them)."""
+    # imported here: the estimators' modules import this one
+    from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+    from .methods import METHODS
+
+    classes = [*METHODS.values(), QMatchClassifier, SupervisedMLPClassifier, FrozenEstimator]
+    return {cls.__name__: cls for cls in classes}
+
+
+def _join(path, name):
+    return f"{path}.{name}" if path else str(name)
+
+
+class _Writer:
+    """Encodes an estimator's state as JSON, collecting its weights as named arrays."""
+
+    def __init__(self):
+        self.tensors = {}
+        self._paths = {}  # id of an estimator already written -> its path
+
+    def estimator(self, estimator, path):
+        if id(estimator) in self._paths:  # e.g. encoder=FrozenEstimator(e), the same as encoder_
+            return {"__type__": "same_estimator", "path": self._paths[id(estimator)]}
+        name = type(estimator).__name__
+        if _loadable_classes().get(name) is not type(estimator):
+            where = f"{path!r}" if path else "the estimator"
+            raise TypeError(
+                f"qmatch_sklearn.save stores the library's estimators (and FrozenEstimator "
+                f"around one); {where} is a {type(estimator).__module__}."
+                f"{type(estimator).__qualname__}. Save a whole Pipeline with skops.io "
+                "(see the user guide on saving models)."
+            )
+        self._paths[id(estimator)] = path
+        state = estimator.__getstate__()
+        state.pop(VERSION_KEY, None)  # written once, at the top of the file
+        weights = state.pop("network_", None)
+        params = {
+            key: self.value(state.pop(key), _join(path, key))
+            for key in estimator.get_params(deep=False)
+        }
+        attributes = {key: self.value(value, _join(path, key)) for key, value in state.items()}
+        if weights is not None:
+            attributes["network_"] = self.weights(weights, _join(path, "network_"))
+        return {"__type__": "estimator", "class": name, "params": params, "attributes": attributes}
+
+    def weights(self, arrays, path):
+        names = {key: _join(path, key) for key in arrays}
+        self.tensors.update({names[key]: np.ascontiguousarray(arrays[key]) for key in arrays})
+        return {"__type__": "weights", "tensors": names}
+
+    def value(self, value, path):
+        # numpy scalars first: np.float64 is also a float, and its dtype is kept
+        if isinstance(value, np.generic):
+            return {"__type__": "scalar", "dtype": value.dtype.str, "value": value.item()}
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, list):
+            return [self.value(item, _join(path, i)) for i, item in enumerate(value)]
+        if isinstance(value, tuple):
+            items = [self.value(item, _join(path, i)) for i, item in enumerate(value)]
+            return {"__type__": "tuple", "items": items}
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            items = {key: self.value(item, _join(path, key)) for key, item in value.items()}
+            return {"__type__": "dict", "items": items}
+        if isinstance(value, np.ndarray) and _is_json_array(value):
+            return {
+                "__type__": "array",
+                "dtype": value.dtype.str,
+                "shape": list(value.shape),
+                "items": value.ravel().tolist(),
+            }
+        if isinstance(value, np.random.RandomState):
+            return {"__type__": "RandomState", "state": self.value(value.get_state(), path)}
+        if hasattr(value, "get_params"):
+            return self.estimator(value, path)
+        raise TypeError(
+            f"qmatch_sklearn.save cannot store {path!r}, of type "
+            f"{type(value).__module__}.{type(value).__qualname__}."
+        )
+
+
+def _is_json_array(array):
+    """Arrays of numbers, booleans or strings (str dtype, or object dtype holding str)."""
+    if array.dtype.kind in NUMERIC_KINDS + "U":
+        return True
+    return array.dtype == object and all(isinstance(item, str) for item in array.flat)
+
+
+class _Reader:
+    """Rebuilds what :class:`_Writer` encoded, through each class's ``__setstate__``."""
+
+    def __init__(self, tensors, version):
+        self.tensors = tensors
+        self.version = version
+        self._built = {}  # path -> estimator already rebuilt
+
+    def estimator(self, node, path):
+        classes = _loadable_classes()
+        cls = classes.get(node["class"])
+        if cls is None:
+            raise ValueError(
+                f"Refusing to load class {node['class']!r} (at {path or 'the top'}): "
+                f"qmatch_sklearn.load rebuilds only {', '.join(sorted(classes))}."
+            )
+        state = {
+            key: self.value(value, _join(path, key))
+            for key, value in {**node["params"], **node["attributes"]}.items()
+        }
+        if issubclass(cls, PersistenceMixin):
+            state[VERSION_KEY] = self.version
+        estimator = cls.__new__(cls)
+        estimator.__setstate__(state)
+        self._built[path] = estimator
+        return estimator
+
+    def value(self, node, path):
+        if isinstance(node, list):
+            return [self.value(item, _join(path, i)) for i, item in enumerate(node)]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("__type__")
+        if kind == "estimator":
+            return self.estimator(node, path)
+        if kind == "same_estimator":
+            return self._built[node["path"]]
+        if kind == "weights":
+            return {key: self.tensors[name] for key, name in node["tensors"].items()}
+        if kind == "tuple":
+            return tuple(self.value(item, _join(path, i)) for i, item in enumerate(node["items"]))
+        if kind == "dict":
+            return {key: self.value(item, _join(path, key)) for key, item in node["items"].items()}
+        if kind == "array":
+            dtype = np.dtype(node["dtype"])
+            return np.array(node["items"], dtype=dtype).reshape(node["shape"])
+        if kind == "scalar":
+            return np.dtype(node["dtype"]).type(node["value"])
+        if kind == "RandomState":
+            random_state = np.random.RandomState()
+            random_state.set_state(self.value(node["state"], path))
+            return random_state
+        raise ValueError(f"Unknown entry {kind!r} at {path!r} of a qmatch_sklearn file.")
+
+
+def save(estimator, path):
+    """Write an estimator of qmatch_sklearn to a file that loads without running code.
+
+    The file is a safetensors file: the network weights are its tensors, and
+    a JSON document in its header holds the rest (class name, parameters,
+    fitted attributes, library version). Estimators nested in it (a
+    classifier's ``encoder``, ``FrozenEstimator(encoder)``) are saved with
+    it. Unfitted estimators are saved too (parameters only). Use
+    :func:`load` to read it back.
+
+    Parameters
+    ----------
+    estimator : estimator
+        An estimator of this library (fitted or not), or a
+        :class:`~sklearn.frozen.FrozenEstimator` around one. A Pipeline is
+        not: save it with joblib or skops (see the user guide).
+    path : str or path-like
+        The file to write (e.g. ``"model.safetensors"``); it is overwritten.
+
+    Raises
+    ------
+    TypeError
+        If ``estimator`` or one of its attributes is of a type this format
+        does not store; the message names the attribute and its type.
+
+    See Also
+    --------
+    load : read the file back.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from sklearn.datasets import load_digits
+    >>> from qmatch_sklearn import QMatchEncoder, load, save
+    >>> X, _ = load_digits(return_X_y=True)
+    >>> encoder = QMatchEncoder(hidden_sizes=(64,), embedding_dim=8, max_epochs=2,
+    ...                         random_state=0).fit(X)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save(encoder, Path(folder) / "encoder.safetensors")
+    ...     restored = load(Path(folder) / "encoder.safetensors")
+    >>> bool((restored.transform(X) == encoder.transform(X)).all())
+    True
+    """
+    writer = _Writer()
+    document = {
+        "format_version": FORMAT_VERSION,
+        "qmatch_sklearn_version": __version__,
+        "estimator": writer.estimator(estimator, ""),
+    }
+    metadata = {"format": FORMAT_NAME, "document": json.dumps(document)}
+    save_file(writer.tensors, path, metadata=metadata)
+
+
+def load(path):
+    """Read an estimator written by :func:`save`; no code from the file runs.
+
+    Only this library's estimator classes (and
+    :class:`~sklearn.frozen.FrozenEstimator`) are rebuilt, through the same
+    ``__setstate__`` as unpickling: the network moves to the device that
+    exists now (CUDA falls back to the CPU with a warning), and a file written
+    by another version of qmatch_sklearn warns with
+    :class:`InconsistentVersionWarning`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A file written by :func:`save`.
+
+    Returns
+    -------
+    estimator : estimator
+        The estimator, with identical ``transform``, ``predict`` and
+        ``predict_proba`` outputs on the same device.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a qmatch_sklearn file, or names a class other than
+        the library's estimators.
+
+    See Also
+    --------
+    save : write the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from sklearn.datasets import load_digits
+    >>> from qmatch_sklearn import QMatchClassifier, QMatchEncoder, load, save
+    >>> X, y = load_digits(return_X_y=True)
+    >>> clf = QMatchClassifier(QMatchEncoder(hidden_sizes=(64,), embedding_dim=8,
+    ...                                      max_epochs=2, random_state=0),
+    ...                        freeze_encoder=True, max_epochs=3, random_state=0).fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save(clf, Path(folder) / "classifier.safetensors")
+    ...     restored = load(Path(folder) / "classifier.safetensors")
+    >>> bool((restored.predict_proba(X) == clf.predict_proba(X)).all())
+    True
+    """
+    try:
+        with safe_open(path, framework="numpy") as file:
+            metadata = file.metadata() or {}
+            if metadata.get("format") != FORMAT_NAME:
+                raise ValueError(
+                    f"{path} is a safetensors file, but not one written by qmatch_sklearn.save."
+                )
+            tensors = {name: file.get_tensor(name) for name in file.keys()}
+    except SafetensorError as error:
+        raise ValueError(
+            f"{path} is not a file written by qmatch_sklearn.save ({error})."
+        ) from error
+    document = json.loads(metadata["document"])
+    if document["format_version"] != FORMAT_VERSION:
+        raise ValueError(
+            f"{path} has format version {document['format_version']}; this qmatch_sklearn "
+            f"({__version__}) reads version {FORMAT_VERSION}."
+        )
+    reader = _Reader(tensors, document["qmatch_sklearn_version"])
+    return reader.estimator(document["estimator"], "")
