@@ -64,6 +64,13 @@ print(json.dumps({"input": size, "dense": n * d * 4, "peak": peak - before}))
 """
 
 
+def cpu_model():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
 def measure(library, case):
     kind, n, d = CASES[case]
     out = subprocess.run(
@@ -89,20 +96,20 @@ def main():
     lines = [
         "# Peak memory of fit (and transform)",
         "",
-        f"`python -m benchmarks.memory`, {platform.processor() or platform.machine()}, "
-        "one torch thread, default `QMatchEncoder`, one epoch. Peak = the process's peak "
-        "resident memory above what it held before the input was built (the input "
-        "included); the multiple is of the input's own size.",
+        f"`python -m benchmarks.memory` on {cpu_model()}, one torch thread, default "
+        "`QMatchEncoder`, one epoch (sparse cases: fit, then transform). Peak = the "
+        "process's peak resident memory above what it held before the input was built "
+        "(the input included), also as a multiple of the input's dense float32 size.",
         "",
-        "| version | case | input MB (dense MB) | peak MB | peak / input |",
-        "|---|---|---:|---:|---:|",
+        "| version | case | input MB | dense float32 MB | peak MB | peak / dense size |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for label, path, cases in versions:
         for case in cases:
             m = measure(path, case)
             lines.append(
-                f"| {label} | {case} | {m['input'] / 1e6:.1f} ({m['dense'] / 1e6:.0f}) | "
-                f"{m['peak'] / 1e6:.0f} | {m['peak'] / m['input']:.2f} |"
+                f"| {label} | {case} | {m['input'] / 1e6:.1f} | {m['dense'] / 1e6:.0f} | "
+                f"{m['peak'] / 1e6:.0f} | {m['peak'] / m['dense']:.2f} |"
             )
             print(lines[-1], flush=True)
     RESULTS.write_text("\n".join(lines) + "\n")
