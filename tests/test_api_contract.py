@@ -144,7 +144,7 @@ def _docstring_cases():
 
 @pytest.mark.parametrize("cls, method", list(_docstring_cases()))
 def test_numpydoc_validation(cls, method):
-    name = f"qmatch_sklearn.{cls.__name__}" + (f".{method}" if method else "")
+    name = f"{cls.__module__}.{cls.__qualname__}" + (f".{method}" if method else "")
     ignored = set(IGNORED_EVERYWHERE) | (set(IGNORED_FOR_METHODS) if method else set())
     errors = [
         f"{code}: {message}"
