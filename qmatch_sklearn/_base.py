@@ -1,6 +1,5 @@
 """scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform."""
 
-import inspect
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,79 +15,6 @@ from ._device import resolve_device
 from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
 from ._networks import build_encoder, isolated_global_rng
 from ._persistence import PersistenceMixin
-
-SHARED_PARAMETERS_DOC = """\
-    hidden_sizes : tuple of int, default=None
-        Hidden layer widths of the encoder. None means (512, 512) for
-        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
-    embedding_dim : int, default=128
-        Width of the representation z returned by ``transform``.
-    lr : float, default=1e-3
-        AdamW learning rate of the pretext task.
-    weight_decay : float, default=0.0
-        AdamW weight decay on weight matrices (the paper pretrains without).
-    batch_size : int, default=512
-        Rows per optimisation step.
-    max_epochs : int, default=100
-        Upper bound on pretraining epochs.
-    patience : int, default=32
-        Stop after this many epochs without a lower pretext-validation loss;
-        the weights of the best epoch are restored. Training also stops when
-        a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
-        finite epoch is restored with a ``ConvergenceWarning``, and
-        ``FloatingPointError`` is raised when no epoch was finite.
-    validation_fraction : float or None, default=0.1
-        Share of the rows held out for that validation loss. None trains for
-        ``max_epochs`` and keeps the last weights.
-    device : str, default="auto"
-        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, corruption and the validation
-        split (and the queue, where there is one) through local generators;
-        global random states are never touched. Same seed, same embeddings on
-        the CPU.
-    verbose : int, default=0
-        1 shows a progress bar over epochs, 2 a table of every epoch's losses
-        instead; both end with a line that says why training stopped and which
-        epoch's weights were kept."""
-
-SHARED_ATTRIBUTES_DOC = """\
-    network_ : torch.nn.Module
-        The pretrained encoder (at the best validation epoch).
-    history_ : skorch.History
-        One entry per epoch with ``train_loss`` and ``valid_loss``.
-    n_epochs_ : int
-        Epochs run.
-    best_epoch_ : int
-        Epoch whose weights were kept (1-based).
-    device_ : str
-        Device the network lives on.
-    n_features_in_ : int
-        Number of input features.
-    feature_names_in_ : ndarray of str
-        Input column names, when ``X`` had string column names."""
-
-
-def fill_docstring(**fragments):
-    """Class decorator: fill ``{name}`` placeholders of the docstring with ``fragments``."""
-
-    def decorate(cls):
-        cls.__doc__ = cls.__doc__.format(**fragments)
-        return cls
-
-    return decorate
-
-
-#: Fills ``{shared_parameters}`` and ``{shared_attributes}`` of an encoder's docstring.
-shared_docstring = fill_docstring(
-    shared_parameters=SHARED_PARAMETERS_DOC, shared_attributes=SHARED_ATTRIBUTES_DOC
-)
-
 
 def check_features(estimator, X, y="no_validation", *, reset):
     """``validate_data`` to float32, with a hint when the input holds strings.
@@ -182,46 +108,6 @@ TRAINING_CONSTRAINTS = {
 }
 
 
-#: The parameters every encoder shares, with their defaults (signature order).
-SHARED_DEFAULTS = {
-    "hidden_sizes": None,
-    "architecture": "mlp",
-    "embedding_dim": 128,
-    "lr": 1e-3,
-    "weight_decay": 0.0,
-    "batch_size": 512,
-    "max_epochs": 100,
-    "patience": 32,
-    "validation_fraction": 0.1,
-    "device": "auto",
-    "random_state": None,
-    "verbose": 0,
-}
-
-
-def keyword_only_init(defaults):
-    """An ``__init__`` that stores its keyword arguments and nothing else.
-
-    Its signature lists ``defaults`` explicitly (keyword-only), which is what
-    scikit-learn's ``get_params``, ``clone`` and ``repr`` read.
-    """
-
-    def __init__(self, **params):
-        unknown = set(params) - set(defaults)
-        if unknown:
-            raise TypeError(f"{type(self).__name__} got unexpected parameters {sorted(unknown)}")
-        for name, default in defaults.items():
-            setattr(self, name, params.get(name, default))
-
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    keyword_only = inspect.Parameter.KEYWORD_ONLY
-    __init__.__signature__ = inspect.Signature(
-        [self_parameter]
-        + [inspect.Parameter(name, keyword_only, default=d) for name, d in defaults.items()]
-    )
-    return __init__
-
-
 class BasePretextEncoder(
     PersistenceMixin,
     EncoderNetworkMixin,
@@ -231,20 +117,16 @@ class BasePretextEncoder(
 ):
     """Base class of the self-supervised encoders (not for direct use).
 
-    A method subclasses it with ``_method_defaults`` (its own parameters and
-    their defaults; the constructor is generated from them plus
-    ``SHARED_DEFAULTS``), ``_parameter_constraints`` for its own parameters,
-    and ``_build_pretext(n_features, generator)`` returning
+    A method subclasses it with an explicit keyword-only ``__init__`` that
+    stores its own parameters and the shared ones (``NETWORK_CONSTRAINTS``
+    and ``TRAINING_CONSTRAINTS``, in that order) and nothing else, a numpydoc
+    docstring that documents all of them, ``_parameter_constraints`` for its
+    own parameters, and ``_build_pretext(n_features, generator)`` returning
     ``(PretextModule, loss module)``. Everything else (validation, seeding,
     the training engine, transform) lives here, and saving in
-    ``PersistenceMixin``.
+    ``PersistenceMixin``. ``tests/test_api_contract.py`` checks that the
+    shared parameters keep the same defaults and documentation everywhere.
     """
-
-    _method_defaults = {}
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.__init__ = keyword_only_init({**cls._method_defaults, **SHARED_DEFAULTS})
 
     _parameter_constraints = {**NETWORK_CONSTRAINTS, **TRAINING_CONSTRAINTS}
 
@@ -259,7 +141,7 @@ class BasePretextEncoder(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Numeric, preprocessed rows (e.g. the output of a ColumnTransformer).
         y : None
             Ignored; present for Pipeline compatibility.
@@ -272,7 +154,8 @@ class BasePretextEncoder(
 
         Returns
         -------
-        self
+        self : object
+            The fitted encoder.
         """
         self._validate_params()
         X = check_features(self, X, reset=True)
@@ -312,11 +195,13 @@ class BasePretextEncoder(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows preprocessed like those passed to ``fit``.
 
         Returns
         -------
-        Z : ndarray of shape (n_samples, embedding_dim), float32
+        Z : ndarray of shape (n_samples, embedding_dim)
+            The float32 embeddings z of the rows.
         """
         check_is_fitted(self)
         X = check_features(self, X, reset=False)

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 from torch.nn import functional as F
 
-from .._base import BasePretextEncoder, shared_docstring
+from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._corruption import vime_corruption
 from .._ema import ema_update_, make_teacher
@@ -70,7 +70,6 @@ class QMatchModule(PretextModule):
         self.queue.push(outputs[1])
 
 
-@shared_docstring
 class QMatchEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with Q-Match.
 
@@ -84,12 +83,12 @@ class QMatchEncoder(BasePretextEncoder):
         The projection MLP on top of z whose output enters the loss and queue.
     queue_size : int, default=512
         Number K of past teacher embeddings in the queue. The paper searches
-        {{512, 2048}}; 512 won 5 of its 8 tuned configurations and our default
+        {512, 2048}; 512 won 5 of its 8 tuned configurations and our default
         study (``benchmarks/results/defaults.md``).
     student_temperature : float, default=0.1
-        tau_s, the temperature of the student's distribution over the queue.
+        The temperature tau_s of the student's distribution over the queue.
     teacher_temperature : float, default=0.04
-        tau_t, the (sharper) temperature of the teacher's distribution.
+        The (sharper) temperature tau_t of the teacher's distribution.
     student_corruption : float, default=0.3
         Probability that the student view replaces an entry (VIME corruption).
     teacher_corruption : float, default=0.0
@@ -97,15 +96,65 @@ class QMatchEncoder(BasePretextEncoder):
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
-{shared_parameters}
+    hidden_sizes : tuple of int, default=None
+        Hidden layer widths of the encoder. None means (512, 512) for
+        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
+        for ``"imix"``.
+    architecture : {"mlp", "imix"}, default="mlp"
+        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
+        the paper's i-Mix network (63M parameters at the default widths: a GPU
+        network).
+    embedding_dim : int, default=128
+        Width of the representation z returned by ``transform``.
+    lr : float, default=1e-3
+        AdamW learning rate of the pretext task.
+    weight_decay : float, default=0.0
+        AdamW weight decay on weight matrices (the paper pretrains without).
+    batch_size : int, default=512
+        Rows per optimisation step.
+    max_epochs : int, default=100
+        Upper bound on pretraining epochs.
+    patience : int, default=32
+        Stop after this many epochs without a lower pretext-validation loss;
+        the weights of the best epoch are restored. Training also stops when
+        a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
+        finite epoch is restored with a ``ConvergenceWarning``, and
+        ``FloatingPointError`` is raised when no epoch was finite.
+    validation_fraction : float or None, default=0.1
+        Share of the rows held out for that validation loss. None trains for
+        ``max_epochs`` and keeps the last weights.
+    device : str, default="auto"
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling, corruption and the validation
+        split (and the queue, where there is one) through local generators;
+        global random states are never touched. Same seed, same embeddings on
+        the CPU.
+    verbose : int, default=0
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept.
 
     Attributes
     ----------
-{shared_attributes}
+    network_ : torch.nn.Module
+        The pretrained encoder (at the best validation epoch).
+    history_ : skorch.History
+        One entry per epoch with ``train_loss`` and ``valid_loss``.
+    n_epochs_ : int
+        Epochs run.
+    best_epoch_ : int
+        Epoch whose weights were kept (1-based).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names.
 
     See Also
     --------
-    QMatchClassifier : fine-tunes or linearly probes a pretrained encoder.
+    QMatchClassifier : Fine-tunes or linearly probes a pretrained encoder.
 
     References
     ----------
@@ -122,15 +171,6 @@ class QMatchEncoder(BasePretextEncoder):
     (5, 128)
     """
 
-    _method_defaults = {
-        "projection_sizes": (512, 128),
-        "queue_size": 512,
-        "student_temperature": 0.1,
-        "teacher_temperature": 0.04,
-        "student_corruption": 0.3,
-        "teacher_corruption": 0.0,
-        "ema_decay": 0.9,
-    }
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "projection_sizes": [LAYER_SIZES],
@@ -146,6 +186,49 @@ class QMatchEncoder(BasePretextEncoder):
         "student_temperature": [0.05, 0.1, 0.2],
         "queue_size": [512, 2048],
     }
+
+    def __init__(
+        self,
+        *,
+        projection_sizes=(512, 128),
+        queue_size=512,
+        student_temperature=0.1,
+        teacher_temperature=0.04,
+        student_corruption=0.3,
+        teacher_corruption=0.0,
+        ema_decay=0.9,
+        hidden_sizes=None,
+        architecture="mlp",
+        embedding_dim=128,
+        lr=1e-3,
+        weight_decay=0.0,
+        batch_size=512,
+        max_epochs=100,
+        patience=32,
+        validation_fraction=0.1,
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.projection_sizes = projection_sizes
+        self.queue_size = queue_size
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+        self.student_corruption = student_corruption
+        self.teacher_corruption = teacher_corruption
+        self.ema_decay = ema_decay
+        self.hidden_sizes = hidden_sizes
+        self.architecture = architecture
+        self.embedding_dim = embedding_dim
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)

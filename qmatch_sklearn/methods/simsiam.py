@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 from torch import nn
 
-from .._base import BasePretextEncoder, shared_docstring
+from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
 from ._base import Criterion, TwoViewModule
@@ -45,7 +45,6 @@ class SimSiamModule(TwoViewModule):
         return self.predictor(z_a), self.predictor(z_b), z_a, z_b
 
 
-@shared_docstring
 class SimSiamEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimSiam.
 
@@ -61,11 +60,67 @@ class SimSiamEncoder(BasePretextEncoder):
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
         Hidden width of the predictor (its bottleneck).
-{shared_parameters}
+    hidden_sizes : tuple of int, default=None
+        Hidden layer widths of the encoder. None means (512, 512) for
+        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
+        for ``"imix"``.
+    architecture : {"mlp", "imix"}, default="mlp"
+        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
+        the paper's i-Mix network (63M parameters at the default widths: a GPU
+        network).
+    embedding_dim : int, default=128
+        Width of the representation z returned by ``transform``.
+    lr : float, default=1e-3
+        AdamW learning rate of the pretext task.
+    weight_decay : float, default=0.0
+        AdamW weight decay on weight matrices (the paper pretrains without).
+    batch_size : int, default=512
+        Rows per optimisation step.
+    max_epochs : int, default=100
+        Upper bound on pretraining epochs.
+    patience : int, default=32
+        Stop after this many epochs without a lower pretext-validation loss;
+        the weights of the best epoch are restored. Training also stops when
+        a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
+        finite epoch is restored with a ``ConvergenceWarning``, and
+        ``FloatingPointError`` is raised when no epoch was finite.
+    validation_fraction : float or None, default=0.1
+        Share of the rows held out for that validation loss. None trains for
+        ``max_epochs`` and keeps the last weights.
+    device : str, default="auto"
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling, corruption and the validation
+        split (and the queue, where there is one) through local generators;
+        global random states are never touched. Same seed, same embeddings on
+        the CPU.
+    verbose : int, default=0
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept.
 
     Attributes
     ----------
-{shared_attributes}
+    network_ : torch.nn.Module
+        The pretrained encoder (at the best validation epoch).
+    history_ : skorch.History
+        One entry per epoch with ``train_loss`` and ``valid_loss``.
+    n_epochs_ : int
+        Epochs run.
+    best_epoch_ : int
+        Epoch whose weights were kept (1-based).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names.
+
+    See Also
+    --------
+    SimCLREncoder : Two views with negatives (NT-Xent).
+    QMatchEncoder : Matches a momentum teacher's distribution over a queue.
+    QMatchClassifier : Fine-tunes or linearly probes a pretrained encoder.
 
     References
     ----------
@@ -82,11 +137,6 @@ class SimSiamEncoder(BasePretextEncoder):
     (1797, 128)
     """
 
-    _method_defaults = {
-        "corruption": 0.3,
-        "projection_sizes": (2048, 2048, 2048),
-        "predictor_width": 512,
-    }
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
@@ -94,6 +144,41 @@ class SimSiamEncoder(BasePretextEncoder):
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
+
+    def __init__(
+        self,
+        *,
+        corruption=0.3,
+        projection_sizes=(2048, 2048, 2048),
+        predictor_width=512,
+        hidden_sizes=None,
+        architecture="mlp",
+        embedding_dim=128,
+        lr=1e-3,
+        weight_decay=0.0,
+        batch_size=512,
+        max_epochs=100,
+        patience=32,
+        validation_fraction=0.1,
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.corruption = corruption
+        self.projection_sizes = projection_sizes
+        self.predictor_width = predictor_width
+        self.hidden_sizes = hidden_sizes
+        self.architecture = architecture
+        self.embedding_dim = embedding_dim
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _build_pretext(self, n_features, generator):
         sizes = tuple(self.projection_sizes)
