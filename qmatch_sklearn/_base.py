@@ -47,9 +47,26 @@ def draw_seeds(random_state, n):
     return [int(seed) for seed in sequence.generate_state(n)]
 
 
+#: ``validation_fraction="auto"`` holds out this share of the rows for early
+#: stopping, but only when that gives at least ``AUTO_MIN_VALIDATION_ROWS``:
+#: on fewer the validation loss is noise (on wine, 12 validation rows kept the
+#: first epoch in 5 of 5 seeds), and training runs all ``max_epochs``.
+AUTO_VALIDATION_FRACTION = 0.1
+AUTO_MIN_VALIDATION_ROWS = 200
+
+
+def resolve_validation_fraction(validation_fraction, n_samples):
+    """The share of ``n_samples`` rows to hold out, or None for no validation."""
+    if validation_fraction != "auto":
+        return validation_fraction
+    enough = n_samples * AUTO_VALIDATION_FRACTION >= AUTO_MIN_VALIDATION_ROWS
+    return AUTO_VALIDATION_FRACTION if enough else None
+
+
 def split_rows(n_samples, validation_fraction, seed, stratify=None):
     """Sorted row indices (train, validation); validation is None when
-    ``validation_fraction`` is None."""
+    ``validation_fraction`` is None (already resolved, see
+    :func:`resolve_validation_fraction`)."""
     if validation_fraction is None:
         return np.arange(n_samples), None
     indices = np.arange(n_samples)
@@ -101,7 +118,7 @@ TRAINING_CONSTRAINTS = {
     "batch_size": [Interval(Integral, 2, None, closed="left")],
     "max_epochs": [Interval(Integral, 1, None, closed="left")],
     "patience": [Interval(Integral, 1, None, closed="left")],
-    "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
+    "validation_fraction": [None, StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
     "device": [DEVICE_NAMES],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
@@ -163,7 +180,8 @@ class BasePretextEncoder(
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         if X_val is None:
-            train, valid = split_rows(X.shape[0], self.validation_fraction, split_seed)
+            fraction = resolve_validation_fraction(self.validation_fraction, X.shape[0])
+            train, valid = split_rows(X.shape[0], fraction, split_seed)
             train_rows, valid_rows = split_datasets(X, None, train, valid, device)
         else:
             X_val = check_features(self, X_val, reset=False)

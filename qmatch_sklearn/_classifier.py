@@ -25,6 +25,7 @@ from ._base import (
     check_features,
     check_two_samples,
     draw_seeds,
+    resolve_validation_fraction,
     split_rows,
 )
 from ._constraints import Satisfies
@@ -155,11 +156,9 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
         # Everything about the labeled rows is checked before pretraining, which can take hours.
         if X_val is None and y_val is None:
+            fraction = resolve_validation_fraction(self.validation_fraction, len(targets))
             train, valid = split_rows(
-                len(targets),
-                self.validation_fraction,
-                split_seed,
-                stratify=_stratify_or_none(targets, self.validation_fraction),
+                len(targets), fraction, split_seed, stratify=_stratify_or_none(targets, fraction)
             )
         else:
             X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
@@ -319,9 +318,12 @@ class QMatchClassifier(BaseHeadClassifier):
     patience : int, default=32
         Stop after this many epochs without a better validation ``scoring``;
         the best epoch's weights are restored.
-    validation_fraction : float or None, default=0.1
+    validation_fraction : float, "auto" or None, default="auto"
         Share of the labeled rows held out (stratified when possible) for early
-        stopping. None trains for ``max_epochs``.
+        stopping. "auto" holds out 10% when that is at least 200 rows (from
+        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
+        few labels the held-out rows are too few to choose an epoch on. None
+        trains for ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
         (lower is better) or the accuracy (the paper's protocol). With few
@@ -394,7 +396,7 @@ class QMatchClassifier(BaseHeadClassifier):
         batch_size=512,
         max_epochs=500,
         patience=32,
-        validation_fraction=0.1,
+        validation_fraction="auto",
         scoring="loss",
         device="auto",
         random_state=None,
@@ -474,9 +476,12 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
     patience : int, default=32
         Stop after this many epochs without a better validation ``scoring``;
         the best epoch's weights are restored.
-    validation_fraction : float or None, default=0.1
+    validation_fraction : float, "auto" or None, default="auto"
         Share of the labeled rows held out (stratified when possible) for early
-        stopping. None trains for ``max_epochs``.
+        stopping. "auto" holds out 10% when that is at least 200 rows (from
+        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
+        few labels the held-out rows are too few to choose an epoch on. None
+        trains for ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
         (lower is better) or the accuracy (the paper's protocol). With few
@@ -538,7 +543,7 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
         batch_size=512,
         max_epochs=500,
         patience=32,
-        validation_fraction=0.1,
+        validation_fraction="auto",
         scoring="loss",
         device="auto",
         random_state=None,

@@ -321,6 +321,33 @@ def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
     return callbacks + [("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
 
 
+#: A validation split smaller than this, or a kept epoch this early while
+#: training went on, makes early stopping suspect: ``fit`` warns.
+SMALL_VALIDATION_ROWS = 200
+EARLY_EPOCH = 2
+
+
+def _warn_if_suspect(name, guard, n_epochs, n_valid):
+    """Warn when early stopping likely followed noise: a tiny validation
+    split, or an epoch kept near the start although training went on."""
+    if guard.monitor is None or guard.diverged_epoch_ is not None:
+        return
+    best = guard.best_epoch_
+    if n_valid < SMALL_VALIDATION_ROWS:
+        why = f"chose epoch {best} of {n_epochs} on a validation split of only {n_valid} rows"
+    elif best <= EARLY_EPOCH < n_epochs:
+        why = f"kept epoch {best} of {n_epochs}: the validation {guard.monitor} never improved"
+    else:
+        return
+    warnings.warn(
+        f"{name} {why}, which is more likely noise than a finished network. "
+        "validation_fraction='auto' (early stopping on large data only) or None trains "
+        "all max_epochs instead.",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def _outcome(name, guard, history, max_epochs, lr):
     """The guard's record as a result, a warning or an error, and a sentence
     that says what happened (printed when ``verbose``)."""
@@ -407,9 +434,10 @@ def train_net(net_class, estimator, module, criterion, train, valid, *, device, 
         **net_params,
     )
     net.fit(train, None)
-    result, summary = _outcome(
-        name, dict(net.callbacks_)["keep_best"], net.history, estimator.max_epochs, estimator.lr
-    )
+    guard = dict(net.callbacks_)["keep_best"]
+    result, summary = _outcome(name, guard, net.history, estimator.max_epochs, estimator.lr)
+    if has_validation:
+        _warn_if_suspect(name, guard, result.n_epochs, len(valid))
     if estimator.verbose:
         print(summary)
     return result

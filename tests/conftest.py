@@ -23,6 +23,7 @@ def tiny_encoder_params(**overrides):
         queue_size=64,
         batch_size=64,
         max_epochs=3,
+        validation_fraction=0.1,  # the tests watch early stopping on these small tables
         random_state=0,
         device="cpu",
     )
@@ -43,8 +44,8 @@ _TINY_HEADS = {
 def tiny_method_params(name, **overrides):
     """Small, fast parameters for any method of ``qmatch_sklearn.METHODS``."""
     params = dict(
-        hidden_sizes=(32,), embedding_dim=8, batch_size=64, max_epochs=3, random_state=0,
-        device="cpu",
+        hidden_sizes=(32,), embedding_dim=8, batch_size=64, max_epochs=3,
+        validation_fraction=0.1, random_state=0, device="cpu",
     )
     params.update(_TINY_HEADS.get(name, {}))
     params.update(overrides)

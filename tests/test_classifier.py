@@ -16,7 +16,8 @@ from .conftest import tiny_encoder_params
 
 
 def _classifier(**params):
-    params = {"lr": 1e-2, "max_epochs": 40, "random_state": 0, "device": "cpu", **params}
+    params = {"lr": 1e-2, "max_epochs": 40, "validation_fraction": 0.1, "random_state": 0,
+              "device": "cpu", **params}
     return QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), **params)
 
 

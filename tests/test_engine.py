@@ -146,3 +146,20 @@ def test_sparse_input_is_densified_one_batch_at_a_time():
         tracemalloc.stop()
     assert Z.shape == (n_rows, 8) and np.isfinite(Z).all()
     assert peak < dense_bytes / 8, f"peak NumPy allocation {peak / 1e6:.1f} MB"
+
+
+def test_auto_validation_early_stops_only_on_large_data():
+    X_large, _ = make_classification(n_samples=2000, n_features=10, random_state=0)
+    auto = tiny_encoder_params(validation_fraction="auto", max_epochs=2)
+    small = QMatchEncoder(**auto).fit(X_large[:1999])  # 10% would be 199.9 rows: too few
+    assert "valid_loss" not in small.history_[-1] and small.n_epochs_ == small.best_epoch_ == 2
+    large = QMatchEncoder(**auto).fit(X_large)  # 200 validation rows
+    assert "valid_loss" in large.history_[-1]
+    clf = QMatchClassifier(QMatchEncoder(**auto), max_epochs=3, device="cpu", random_state=0)
+    clf.fit(X_large, np.r_[np.arange(100) % 2, np.full(1900, -1)])
+    assert "valid_loss" not in clf.history_[-1] and clf.n_epochs_ == 3
+
+
+def test_early_stopping_on_a_tiny_validation_split_warns(X):
+    with pytest.warns(UserWarning, match="validation split of only 30 rows.*'auto'"):
+        QMatchEncoder(**tiny_encoder_params(validation_fraction=0.1)).fit(X)

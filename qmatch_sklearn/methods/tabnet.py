@@ -81,9 +81,12 @@ class TabNetEncoder(BasePretextEncoder):
         a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
         finite epoch is restored with a ``ConvergenceWarning``, and
         ``FloatingPointError`` is raised when no epoch was finite.
-    validation_fraction : float or None, default=0.1
-        Share of the rows held out for that validation loss. None trains for
-        ``max_epochs`` and keeps the last weights.
+    validation_fraction : float, "auto" or None, default="auto"
+        Share of the rows held out for that validation loss. "auto" holds out
+        10% when that is at least 200 rows (from 2,000 rows on) and otherwise
+        trains for ``max_epochs`` without validation: on a handful of rows the
+        validation loss is noise, and early stopping kept the first epoch.
+        None trains for ``max_epochs`` and keeps the last weights.
     device : str, default="auto"
         "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
     random_state : int, RandomState instance or None, default=None
@@ -153,7 +156,7 @@ class TabNetEncoder(BasePretextEncoder):
         batch_size=512,
         max_epochs=100,
         patience=32,
-        validation_fraction=0.1,
+        validation_fraction="auto",
         device="auto",
         random_state=None,
         verbose=0,
