@@ -102,16 +102,14 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Shared supervised stage (not for direct use).
 
     Subclasses provide ``_encoder_network(X, seed, device)`` returning the
-    encoder network to start from (on ``device``) and its output width,
-    ``_frozen()`` telling whether only the head trains, and
+    encoder network to start from and its output width, ``_head_choices``
+    and ``_starting_network`` (which heads to train: on a frozen encoder,
+    with it, or both, keeping the better on validation), and
     ``_encoder_skeleton()`` returning the fitted encoder network's shape,
     untrained, for loading.
     """
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
-
-    def _frozen(self):
-        return False
 
     def _network_skeleton(self):
         encoder_network = self._encoder_skeleton()
@@ -165,44 +163,66 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             train, valid = np.arange(len(targets)), None
 
         encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
-        with isolated_global_rng():
-            head = lecun_normal_(
-                torch.nn.Linear(embedding_dim, len(label_encoder.classes_)),
-                torch.Generator().manual_seed(head_seed),
-            )
-        if self._frozen():
-            # A frozen encoder is a fixed feature map: embed once, train the head.
-            def features(rows):
-                return batched_forward(encoder_network, rows, device, embedding_dim)
-
-            module = head
-        else:
-            def features(rows):
-                return rows
-
-            encoder_network.requires_grad_(True)
-            module = torch.nn.Sequential(encoder_network, head)
-
         X_labeled = X if len(labeled) == X.shape[0] else X[labeled]
-        train_rows, valid_rows = split_datasets(features(X_labeled), targets, train, valid, device)
-        if X_val is not None:
-            valid_rows = all_rows(features(X_val), targets_val, device)
-        result = train_net(
-            FineTuneNet,
-            self,
-            module,
-            torch.nn.CrossEntropyLoss,
-            train_rows,
-            valid_rows,
-            device=device,
-            seed=data_seed,
-            monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
-            lower_is_better=self.scoring == "loss",
-            classes=np.arange(len(label_encoder.classes_)),
+        has_validation = valid is not None or X_val is not None
+        candidates = []
+        for frozen in self._head_choices(has_validation):
+            network = self._starting_network(encoder_network, frozen, device)
+            with isolated_global_rng():
+                head = lecun_normal_(
+                    torch.nn.Linear(embedding_dim, len(label_encoder.classes_)),
+                    torch.Generator().manual_seed(head_seed),
+                ).to(device)
+            if frozen:
+                # A frozen encoder is a fixed feature map: embed once, train the head.
+                def features(rows, network=network):
+                    return batched_forward(network, rows, device, embedding_dim)
+
+                module = head
+            else:
+                def features(rows):
+                    return rows
+
+                network.requires_grad_(True)
+                module = torch.nn.Sequential(network, head)
+            train_rows, valid_rows = split_datasets(
+                features(X_labeled), targets, train, valid, device
+            )
+            if X_val is not None:
+                valid_rows = all_rows(features(X_val), targets_val, device)
+            result = train_net(
+                FineTuneNet,
+                self,
+                module,
+                torch.nn.CrossEntropyLoss,
+                train_rows,
+                valid_rows,
+                device=device,
+                seed=data_seed,
+                monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
+                lower_is_better=self.scoring == "loss",
+                classes=np.arange(len(label_encoder.classes_)),
+            )
+            candidates.append((result, frozen, torch.nn.Sequential(network, head)))
+        # Between a linear and a fine-tuned head, the better validation score wins.
+        sign = 1 if self.scoring == "loss" else -1
+        result, frozen, network = min(
+            candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
         )
-        keep_trained(self, torch.nn.Sequential(encoder_network, head), result, device)
+        keep_trained(self, network, result, device)
+        self.frozen_encoder_ = frozen
+        self._shares_encoder_network = network[0] is encoder_network
         self.classes_ = label_encoder.classes_
         return self
+
+    def _head_choices(self, has_validation):
+        """Whether the encoder is frozen, for each head to try (the better on
+        validation is kept)."""
+        return (False,)
+
+    def _starting_network(self, encoder_network, frozen, device):
+        """The encoder network a head starts from, on ``device``."""
+        return encoder_network.to(device)
 
     def _encode_labels(self, y_labeled):
         """A LabelEncoder fitted on the labeled rows and their class indices;
@@ -294,9 +314,11 @@ class QMatchClassifier(BaseHeadClassifier):
     ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
     label is -1 are unlabeled and serve pretraining only. A linear head is
     then trained on the labeled rows, together with the encoder
-    (fine-tuning) or on its frozen embeddings (``freeze_encoder=True``, the
-    paper's linear evaluation), with AdamW and early stopping on a held-out
-    share of the labeled rows.
+    (fine-tuning) or on its frozen embeddings (the paper's linear
+    evaluation), with AdamW. By default (``freeze_encoder="auto"``) both are
+    trained when there are enough labeled rows to validate on, and the one
+    with the better validation score is kept; with few labels, the linear
+    head on the frozen encoder.
 
     Parameters
     ----------
@@ -305,8 +327,13 @@ class QMatchClassifier(BaseHeadClassifier):
         a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
         reuse it across fits and CV folds. None means ``QMatchEncoder`` with
         this classifier's ``device``, ``random_state`` and ``verbose``.
-    freeze_encoder : bool, default=False
-        Train only the linear head on the encoder's embeddings.
+    freeze_encoder : bool or "auto", default="auto"
+        True trains only the linear head on the encoder's embeddings (linear
+        evaluation), False fine-tunes the encoder with it. "auto" trains both
+        when there is a validation set (``X_val``, or ``validation_fraction``
+        gives one) and keeps the better on it, and otherwise the linear head:
+        fine-tuning on a few dozen labeled rows without a way to stop it
+        overfits (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
         AdamW learning rate of the supervised stage.
     weight_decay : float, default=0.1
@@ -345,6 +372,9 @@ class QMatchClassifier(BaseHeadClassifier):
     ----------
     encoder_ : estimator
         The fitted encoder (before fine-tuning).
+    frozen_encoder_ : bool
+        Whether the kept head was trained on the frozen encoder (linear
+        evaluation) rather than fine-tuned with it.
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)
@@ -383,14 +413,14 @@ class QMatchClassifier(BaseHeadClassifier):
     _parameter_constraints = {
         **BaseHeadClassifier._parameter_constraints,
         "encoder": [None, LIBRARY_ENCODER],
-        "freeze_encoder": ["boolean"],
+        "freeze_encoder": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(
         self,
         encoder=None,
         *,
-        freeze_encoder=False,
+        freeze_encoder="auto",
         lr=1e-3,
         weight_decay=0.1,
         batch_size=512,
@@ -415,9 +445,6 @@ class QMatchClassifier(BaseHeadClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _frozen(self):
-        return self.freeze_encoder
-
     def _encoder_network(self, X, seed, device):
         if self.encoder is None:
             encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
@@ -432,13 +459,20 @@ class QMatchClassifier(BaseHeadClassifier):
                 f"{fitted.n_features_in_} features."
             )
         self.encoder_ = encoder
+        return fitted.network_, fitted.embedding_dim
+
+    def _head_choices(self, has_validation):
+        if self.freeze_encoder == "auto":
+            return (True, False) if has_validation else (True,)
+        return (self.freeze_encoder,)
+
+    def _starting_network(self, encoder_network, frozen, device):
         # A frozen encoder never trains: its network is shared, and saved once (with
         # encoder_). Fine-tuning trains a copy, as does a frozen encoder used on another
         # device: the fitted encoder stays as it was.
-        self._shares_encoder_network = self.freeze_encoder and fitted.device_ == device
-        if self._shares_encoder_network:
-            return fitted.network_, fitted.embedding_dim
-        return copy.deepcopy(fitted.network_).to(device), fitted.embedding_dim
+        if frozen and _unfrozen(self.encoder_).device_ == device:
+            return encoder_network
+        return copy.deepcopy(encoder_network).to(device)
 
     def _stored_network(self, network):
         # a shared encoder network is stored with encoder_: only the head is stored here
@@ -501,6 +535,8 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
 
     Attributes
     ----------
+    frozen_encoder_ : bool
+        Always False: the whole network trains from random weights.
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)

@@ -305,12 +305,14 @@ class KeepBestEpoch(Callback):
 
 @dataclass
 class TrainingResult:
-    """What a training run produced: the skorch history, the epochs run and
-    the epoch whose weights the network now holds (1-based)."""
+    """What a training run produced: the skorch history, the epochs run, the
+    epoch whose weights the network now holds (1-based) and its validation
+    score (None without validation)."""
 
     history: History
     n_epochs: int
     best_epoch: int
+    best_score: float | None
 
 
 def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
@@ -379,7 +381,7 @@ def _outcome(name, guard, history, max_epochs, lr):
     kept = f"kept epoch {best}"
     if guard.monitor is not None:
         kept += f" ({guard.monitor} {guard.best_score_:.4f})"
-    return TrainingResult(history, n_epochs, best), f"{name}: {how}; {kept}."
+    return TrainingResult(history, n_epochs, best, guard.best_score_), f"{name}: {how}; {kept}."
 
 
 @torch.no_grad()

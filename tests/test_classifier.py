@@ -16,8 +16,8 @@ from .conftest import tiny_encoder_params
 
 
 def _classifier(**params):
-    params = {"lr": 1e-2, "max_epochs": 40, "validation_fraction": 0.1, "random_state": 0,
-              "device": "cpu", **params}
+    params = {"lr": 1e-2, "max_epochs": 40, "validation_fraction": 0.1, "freeze_encoder": False,
+              "random_state": 0, "device": "cpu", **params}
     return QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), **params)
 
 
@@ -149,3 +149,19 @@ def test_validation_set_errors_name_the_problem(data):
         _classifier().fit(X, y, X_val=X[:3], y_val=[0, 1])
     with pytest.raises(ValueError, match="X has 4 features"):
         _classifier().fit(X, y, X_val=X[:3, :4], y_val=[0, 1, 1])
+
+
+def test_auto_keeps_the_head_with_the_better_validation_score(data):
+    X, y = data
+    fits = {freeze: _classifier(freeze_encoder=freeze).fit(X, y) for freeze in (True, False)}
+    auto = _classifier(freeze_encoder="auto").fit(X, y)
+    best = min(fits, key=lambda freeze: fits[freeze].history_[
+        fits[freeze].best_epoch_ - 1, "valid_loss"])
+    assert auto.frozen_encoder_ == best
+    np.testing.assert_array_equal(auto.predict_proba(X), fits[best].predict_proba(X))
+
+
+def test_auto_without_validation_trains_the_linear_head(data):
+    X, y = data
+    clf = _classifier(freeze_encoder="auto", validation_fraction=None).fit(X, y)
+    assert clf.frozen_encoder_ and clf.network_[0] is clf.encoder_.network_

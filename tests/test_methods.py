@@ -137,7 +137,8 @@ def test_embedding_does_not_collapse_and_probes_well(name, blobs):
 def test_every_encoder_fine_tunes_in_qmatch_classifier(name, blobs):
     X, y = blobs
     encoder = METHODS[name](**tiny_method_params(name))
-    clf = QMatchClassifier(encoder, lr=1e-2, max_epochs=20, random_state=0, device="cpu")
+    clf = QMatchClassifier(encoder, freeze_encoder=False, lr=1e-2, max_epochs=20, random_state=0,
+                           device="cpu")
     assert clf.fit(X, np.where(np.arange(len(y)) % 5 == 0, y, -1)).score(X, y) > 0.8
 
 

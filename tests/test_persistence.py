@@ -135,7 +135,7 @@ def test_frozen_classifier_stores_the_encoder_weights_once(data, tmp_path):
     restored = pickle.loads(pickle.dumps(frozen))
     assert restored.network_[0] is restored.encoder_.network_
     # fine-tuning: the pretrained and the tuned encoder differ, each is stored once
-    tuned = QMatchClassifier(encoder, max_epochs=1, device="cpu").fit(X, y)
+    tuned = QMatchClassifier(encoder, freeze_encoder=False, max_epochs=1, device="cpu").fit(X, y)
     assert tuned.network_[0] is not tuned.encoder_.network_
     assert len(pickle.dumps(tuned)) <= 2.1 * _weight_bytes(tuned.network_)
 
