@@ -1,7 +1,8 @@
 """Pins that guard refactors of the method contracts (issue #14).
 
-Two fits with the same seed give the same embeddings, and each loss gives a
-pinned value on fixed float64 inputs. The inputs come from NumPy's PCG64
+Two fits with the same seed give the same embeddings, and each loss module
+gives a pinned value on fixed float64 inputs (the values the loss functions
+gave before they became modules). The inputs come from NumPy's PCG64
 (portable), so the numbers hold on any machine; embedding checksums would not.
 """
 
@@ -10,9 +11,10 @@ import pytest
 import torch
 
 from qmatch_sklearn import METHODS
-from qmatch_sklearn.methods.dino import dino_loss
-from qmatch_sklearn.methods.qmatch import distribution_matching_loss
-from qmatch_sklearn.methods.vicreg import vicreg_loss
+from qmatch_sklearn.methods._base import TwoViewOutput
+from qmatch_sklearn.methods.dino import DINOLoss, DINOOutput
+from qmatch_sklearn.methods.qmatch import QMatchLoss, QMatchOutput
+from qmatch_sklearn.methods.vicreg import VICRegLoss
 
 from .conftest import tiny_method_params
 
@@ -27,17 +29,20 @@ def fixed_tensors(*shapes):
 def qmatch_loss_value():
     student, teacher, queue = fixed_tensors((6, 4), (6, 4), (10, 4))
     queue = torch.nn.functional.normalize(queue, dim=1)
-    return distribution_matching_loss(student, teacher, queue, 0.1, 0.04).item()
+    loss = QMatchLoss(student_temperature=0.1, teacher_temperature=0.04)
+    return loss(QMatchOutput(student, teacher, queue)).item()
 
 
 def vicreg_loss_value():
     z_a, z_b = fixed_tensors((8, 5), (8, 5))
-    return vicreg_loss(z_a, z_b, 25.0, 25.0, 1.0).item()
+    loss = VICRegLoss(invariance_weight=25.0, variance_weight=25.0, covariance_weight=1.0)
+    return loss(TwoViewOutput(z_a, z_b)).item()
 
 
 def dino_loss_value():
     s_a, s_b, t_a, t_b, center = fixed_tensors((6, 7), (6, 7), (6, 7), (6, 7), (7,))
-    return dino_loss(s_a, s_b, t_a, t_b, center, 0.15, 0.04).item()
+    loss = DINOLoss(student_temperature=0.15, teacher_temperature=0.04)
+    return loss(DINOOutput(s_a, s_b, t_a, t_b, center)).item()
 
 
 @pytest.mark.parametrize(
@@ -62,3 +67,27 @@ def test_two_fits_with_the_same_seed_are_identical(name):
     second = cls(**params).fit(X)
     np.testing.assert_array_equal(first.transform(X), second.transform(X))
     assert first.history_[:, "train_loss"] == second.history_[:, "train_loss"]
+
+
+def test_a_loss_module_names_the_shape_it_expected():
+    student, teacher, queue = fixed_tensors((6, 4), (6, 3), (10, 4))
+    expected = r"QMatchLoss expects teacher of shape \(batch=6, dim=4\), got \(6, 3\)"
+    with pytest.raises(ValueError, match=expected):
+        QMatchLoss(0.1, 0.04)(QMatchOutput(student, teacher, queue))
+    with pytest.raises(ValueError, match=r"DINOLoss expects center of shape \(n_prototypes=7\)"):
+        s_a, s_b, t_a, t_b, center = fixed_tensors((6, 7), (6, 7), (6, 7), (6, 7), (5,))
+        DINOLoss(0.15, 0.04)(DINOOutput(s_a, s_b, t_a, t_b, center))
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_every_method_returns_named_outputs_its_loss_reads(name):
+    """forward returns a NamedTuple (fields by name, no positional contract) that the
+    method's loss module turns into a scalar."""
+    estimator = METHODS[name](**tiny_method_params(name))
+    generator = torch.Generator().manual_seed(0)
+    module, loss = estimator._build_pretext(5, generator)
+    assert isinstance(loss, torch.nn.Module)
+    outputs = module(torch.randn(16, 5, generator=generator), generator)
+    assert isinstance(outputs, tuple) and hasattr(outputs, "_fields")
+    value = loss(outputs)
+    assert value.shape == () and torch.isfinite(value)

@@ -6,6 +6,7 @@ ICCV 2021, eq. (3) and Algorithm 1.
 
 import itertools
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
-from ._base import Criterion, PretextModule, soft_cross_entropy, two_views
+from ._base import PretextModule, check_shape, soft_cross_entropy, two_views
 
 
 class DINOHead(nn.Module):
@@ -51,6 +52,58 @@ def dino_loss(s_a, s_b, t_a, t_b, center, student_temperature, teacher_temperatu
     return (cross(t_a, s_b) + cross(t_b, s_a)) / 2
 
 
+class DINOOutput(NamedTuple):
+    """What :class:`DINOModule` computes for a batch, named as in DINO's Algorithm 1.
+
+    ``s_a``, ``s_b`` are the student's logits over the prototypes for the two
+    views and ``t_a``, ``t_b`` the teacher's (no gradients), each of shape
+    (batch, n_prototypes); ``center`` is C (n_prototypes,).
+    """
+
+    s_a: torch.Tensor
+    s_b: torch.Tensor
+    t_a: torch.Tensor
+    t_b: torch.Tensor
+    center: torch.Tensor
+
+
+class DINOLoss(nn.Module):
+    """DINO's loss, [H(P_t(a), P_s(b)) + H(P_t(b), P_s(a))] / 2 (DINO eq. 3 and
+    Algorithm 1): the teacher's logits are centred and sharpened.
+
+    Parameters
+    ----------
+    student_temperature : float
+        tau_s, the temperature of the student's softmax.
+    teacher_temperature : float
+        tau_t, the (sharper) temperature of the teacher's softmax.
+
+    Reads the fields of a :class:`DINOOutput`; see :func:`dino_loss`.
+    """
+
+    def __init__(self, student_temperature, teacher_temperature):
+        super().__init__()
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_prototypes")
+        check_shape("DINOLoss", "s_a", outputs.s_a, (None, None), symbols)
+        shape = tuple(outputs.s_a.shape)
+        for name in ("s_b", "t_a", "t_b"):
+            check_shape("DINOLoss", name, getattr(outputs, name), shape, symbols)
+        check_shape("DINOLoss", "center", outputs.center, shape[1:], symbols[1:])
+        return dino_loss(
+            outputs.s_a,
+            outputs.s_b,
+            outputs.t_a,
+            outputs.t_b,
+            outputs.center,
+            self.student_temperature,
+            self.teacher_temperature,
+        )
+
+
 class DINOModule(PretextModule):
     """Student (encoder + head), EMA teacher of the same shape, and the centre."""
 
@@ -68,12 +121,12 @@ class DINOModule(PretextModule):
         s_a, s_b = self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
         with torch.no_grad():
             t_a, t_b = self.teacher(view_a), self.teacher(view_b)
-        return s_a, s_b, t_a, t_b, self.center
+        return DINOOutput(s_a, s_b, t_a, t_b, self.center)
 
     def after_step(self, outputs):
         student = itertools.chain(self.encoder.parameters(), self.head.parameters())
         ema_update_(self.teacher.parameters(), student, self.ema_decay)
-        batch_center = torch.cat(outputs[2:4]).mean(dim=0)
+        batch_center = torch.cat([outputs.t_a, outputs.t_b]).mean(dim=0)
         self.center.mul_(self.center_momentum).add_(batch_center, alpha=1 - self.center_momentum)
 
 
@@ -240,9 +293,4 @@ class DINOEncoder(BasePretextEncoder):
             encoder, lecun_normal_(head, generator), self.corruption, self.ema_decay,
             self.center_momentum,
         )
-        loss = Criterion(
-            dino_loss,
-            student_temperature=self.student_temperature,
-            teacher_temperature=self.teacher_temperature,
-        )
-        return module, loss
+        return module, DINOLoss(self.student_temperature, self.teacher_temperature)

@@ -6,6 +6,7 @@ Induced by a Queue" (the method section and Appendix Algorithm 1).
 
 import itertools
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import torch
 from sklearn.utils._param_validation import Interval
@@ -18,7 +19,7 @@ from .._corruption import vime_corruption
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
 from .._queue import EmbeddingQueue
-from ._base import Criterion, PretextModule, soft_cross_entropy
+from ._base import PretextModule, check_shape, soft_cross_entropy
 
 
 def distribution_matching_loss(student, teacher, queue, student_temperature, teacher_temperature):
@@ -33,6 +34,53 @@ def distribution_matching_loss(student, teacher, queue, student_temperature, tea
     t = F.normalize(teacher, dim=1)
     queue = queue.detach()
     return soft_cross_entropy(t @ queue.T / teacher_temperature, s @ queue.T / student_temperature)
+
+
+class QMatchOutput(NamedTuple):
+    """What :class:`QMatchModule` computes for a batch, named as in the paper.
+
+    ``student`` is the student's projection s (batch, dim), ``teacher`` the
+    L2-normalised teacher projection t (batch, dim), computed without
+    gradients, and ``queue`` the queue Q of past teacher projections (K, dim).
+    """
+
+    student: torch.Tensor
+    teacher: torch.Tensor
+    queue: torch.Tensor
+
+
+class QMatchLoss(nn.Module):
+    """The Q-Match loss L^QM: cross-entropy from the teacher's to the student's
+    distribution over the queue (the paper's method section, Algorithm 1).
+
+    Parameters
+    ----------
+    student_temperature : float
+        tau_s, the temperature of the student's distribution p_s.
+    teacher_temperature : float
+        tau_t, the (sharper) temperature of the teacher's distribution p_t.
+
+    Reads ``student`` (batch, dim), ``teacher`` (batch, dim) and ``queue``
+    (K, dim) from a :class:`QMatchOutput`; see :func:`distribution_matching_loss`.
+    """
+
+    def __init__(self, student_temperature, teacher_temperature):
+        super().__init__()
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+
+    def forward(self, outputs):
+        check_shape("QMatchLoss", "student", outputs.student, (None, None), ("batch", "dim"))
+        batch, dim = outputs.student.shape
+        check_shape("QMatchLoss", "teacher", outputs.teacher, (batch, dim), ("batch", "dim"))
+        check_shape("QMatchLoss", "queue", outputs.queue, (None, dim), ("K", "dim"))
+        return distribution_matching_loss(
+            outputs.student,
+            outputs.teacher,
+            outputs.queue,
+            self.student_temperature,
+            self.teacher_temperature,
+        )
 
 
 class QMatchModule(PretextModule):
@@ -62,12 +110,12 @@ class QMatchModule(PretextModule):
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
             teacher = F.normalize(self.teacher(teacher_view), dim=1)
-        return student, teacher, self.queue.embeddings
+        return QMatchOutput(student, teacher, self.queue.embeddings)
 
     def after_step(self, outputs):
         student_params = itertools.chain(self.encoder.parameters(), self.projector.parameters())
         ema_update_(self.teacher.parameters(), student_params, self.ema_decay)
-        self.queue.push(outputs[1])
+        self.queue.push(outputs.teacher)
 
 
 class QMatchEncoder(BasePretextEncoder):
@@ -242,9 +290,4 @@ class QMatchEncoder(BasePretextEncoder):
             self.teacher_corruption,
             self.ema_decay,
         )
-        loss = Criterion(
-            distribution_matching_loss,
-            student_temperature=self.student_temperature,
-            teacher_temperature=self.teacher_temperature,
-        )
-        return module, loss
+        return module, QMatchLoss(self.student_temperature, self.teacher_temperature)

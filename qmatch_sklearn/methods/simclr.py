@@ -9,11 +9,12 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, TwoViewModule
+from ._base import TwoViewModule, check_shape
 
 
 def nt_xent_loss(z_a, z_b, temperature):
@@ -27,6 +28,28 @@ def nt_xent_loss(z_a, z_b, temperature):
     logits = (z @ z.T / temperature).fill_diagonal_(float("-inf"))
     positives = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(z.device)
     return F.cross_entropy(logits, positives)
+
+
+class NTXentLoss(nn.Module):
+    """SimCLR's NT-Xent loss (SimCLR eq. 1), averaged over the 2B anchors.
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature tau of the softmax over cosine similarities.
+
+    Reads ``z_a`` and ``z_b`` (batch, dim) from a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`nt_xent_loss`.
+    """
+
+    def __init__(self, temperature):
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, outputs):
+        check_shape("NTXentLoss", "z_a", outputs.z_a, (None, None), ("batch", "dim"))
+        check_shape("NTXentLoss", "z_b", outputs.z_b, tuple(outputs.z_a.shape), ("batch", "dim"))
+        return nt_xent_loss(outputs.z_a, outputs.z_b, self.temperature)
 
 
 class SimCLREncoder(BasePretextEncoder):
@@ -168,4 +191,4 @@ class SimCLREncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         head = lecun_normal_(MLP(self.embedding_dim, tuple(self.projection_sizes)), generator)
         module = TwoViewModule(encoder, head, self.corruption)
-        return module, Criterion(nt_xent_loss, temperature=self.temperature)
+        return module, NTXentLoss(self.temperature)

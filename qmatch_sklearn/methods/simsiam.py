@@ -5,7 +5,9 @@ eqs. (1)-(4) (symmetrised negative cosine similarity).
 """
 
 from numbers import Integral, Real
+from typing import NamedTuple
 
+import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 from torch import nn
@@ -13,7 +15,7 @@ from torch import nn
 from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
-from ._base import Criterion, TwoViewModule
+from ._base import TwoViewModule, check_shape
 
 
 def simsiam_loss(p_a, p_b, z_a, z_b):
@@ -21,6 +23,32 @@ def simsiam_loss(p_a, p_b, z_a, z_b):
     agreement_a = F.cosine_similarity(p_a, z_b.detach()).mean()
     agreement_b = F.cosine_similarity(p_b, z_a.detach()).mean()
     return -(agreement_a + agreement_b) / 2
+
+
+class SimSiamOutput(NamedTuple):
+    """What :class:`SimSiamModule` computes for a batch (SimSiam Algorithm 1):
+    the predictions ``p_a``, ``p_b`` and the projections ``z_a``, ``z_b`` of
+    the two views, each of shape (batch, dim)."""
+
+    p_a: torch.Tensor
+    p_b: torch.Tensor
+    z_a: torch.Tensor
+    z_b: torch.Tensor
+
+
+class SimSiamLoss(nn.Module):
+    """SimSiam's symmetrised negative cosine similarity with a stop-gradient on
+    the projections (SimSiam eqs. 1-4); see :func:`simsiam_loss`.
+
+    It has no hyper-parameters. Reads the fields of a :class:`SimSiamOutput`.
+    """
+
+    def forward(self, outputs):
+        check_shape("SimSiamLoss", "p_a", outputs.p_a, (None, None), ("batch", "dim"))
+        shape = tuple(outputs.p_a.shape)
+        for name in ("p_b", "z_a", "z_b"):
+            check_shape("SimSiamLoss", name, getattr(outputs, name), shape, ("batch", "dim"))
+        return simsiam_loss(outputs.p_a, outputs.p_b, outputs.z_a, outputs.z_b)
 
 
 def simsiam_projector(n_in, sizes):
@@ -42,7 +70,7 @@ class SimSiamModule(TwoViewModule):
 
     def forward(self, x, generator):
         z_a, z_b = super().forward(x, generator)
-        return self.predictor(z_a), self.predictor(z_b), z_a, z_b
+        return SimSiamOutput(self.predictor(z_a), self.predictor(z_b), z_a, z_b)
 
 
 class SimSiamEncoder(BasePretextEncoder):
@@ -186,4 +214,4 @@ class SimSiamEncoder(BasePretextEncoder):
         projector = lecun_normal_(simsiam_projector(self.embedding_dim, sizes), generator)
         predictor = lecun_normal_(MLP(sizes[-1], (int(self.predictor_width), sizes[-1])), generator)
         module = SimSiamModule(encoder, projector, predictor, self.corruption)
-        return module, Criterion(simsiam_loss)
+        return module, SimSiamLoss()

@@ -5,13 +5,16 @@ section "Self-supervised learning" (the normalised reconstruction loss).
 """
 
 from numbers import Real
+from typing import NamedTuple
 
+import torch
 from sklearn.utils._param_validation import Interval, StrOptions
+from torch import nn
 
 from .._base import BasePretextEncoder
 from .._corruption import CORRUPTIONS
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, PretextModule
+from ._base import PretextModule, check_shape
 from .vime import HEAD_WIDTH
 
 
@@ -29,6 +32,32 @@ def tabnet_loss(reconstruction, x, mask):
     return squared.sum() / (mask.sum() + 1e-3)
 
 
+class TabNetOutput(NamedTuple):
+    """What :class:`TabNetModule` computes for a batch: the decoder's
+    ``reconstruction``, the clean batch ``x`` and the binary ``mask`` S of the
+    masked entries, each of shape (batch, n_features)."""
+
+    reconstruction: torch.Tensor
+    x: torch.Tensor
+    mask: torch.Tensor
+
+
+class TabNetLoss(nn.Module):
+    """TabNet's normalised reconstruction loss over the masked entries (TabNet
+    section "Self-supervised learning"); see :func:`tabnet_loss`.
+
+    It has no hyper-parameters. Reads the fields of a :class:`TabNetOutput`.
+    """
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_features")
+        check_shape("TabNetLoss", "x", outputs.x, (None, None), symbols)
+        shape = tuple(outputs.x.shape)
+        for name in ("reconstruction", "mask"):
+            check_shape("TabNetLoss", name, getattr(outputs, name), shape, symbols)
+        return tabnet_loss(outputs.reconstruction, outputs.x, outputs.mask)
+
+
 class TabNetModule(PretextModule):
     """Encoder plus a decoder that reconstructs the row from z."""
 
@@ -40,7 +69,7 @@ class TabNetModule(PretextModule):
 
     def forward(self, x, generator):
         corrupted, mask = CORRUPTIONS[self.corruption_type](x, self.corruption, generator)
-        return self.decoder(self.encoder(corrupted)), x, mask
+        return TabNetOutput(self.decoder(self.encoder(corrupted)), x, mask)
 
 
 class TabNetEncoder(BasePretextEncoder):
@@ -177,4 +206,4 @@ class TabNetEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         decoder = lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
         module = TabNetModule(encoder, decoder, self.corruption, self.corruption_type)
-        return module, Criterion(tabnet_loss)
+        return module, TabNetLoss()

@@ -9,9 +9,10 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
-from ._base import Criterion, TwoViewModule
+from ._base import TwoViewModule, check_shape
 
 
 def variance_term(z, eps=1e-4):
@@ -34,6 +35,41 @@ def vicreg_loss(z_a, z_b, invariance_weight, variance_weight, covariance_weight)
         + variance_weight * (variance_term(z_a) + variance_term(z_b))
         + covariance_weight * (covariance_term(z_a) + covariance_term(z_b))
     )
+
+
+class VICRegLoss(nn.Module):
+    """VICReg's loss lambda s(Z, Z') + mu [v(Z) + v(Z')] + nu [c(Z) + c(Z')]
+    (VICReg eq. 6, with the terms of eqs. 1-5).
+
+    Parameters
+    ----------
+    invariance_weight : float
+        lambda, the weight of the invariance (mean squared error) term.
+    variance_weight : float
+        mu, the weight of the variance hinge terms.
+    covariance_weight : float
+        nu, the weight of the covariance terms.
+
+    Reads ``z_a`` and ``z_b`` (batch, dim) from a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`vicreg_loss`.
+    """
+
+    def __init__(self, invariance_weight, variance_weight, covariance_weight):
+        super().__init__()
+        self.invariance_weight = invariance_weight
+        self.variance_weight = variance_weight
+        self.covariance_weight = covariance_weight
+
+    def forward(self, outputs):
+        check_shape("VICRegLoss", "z_a", outputs.z_a, (None, None), ("batch", "dim"))
+        check_shape("VICRegLoss", "z_b", outputs.z_b, tuple(outputs.z_a.shape), ("batch", "dim"))
+        return vicreg_loss(
+            outputs.z_a,
+            outputs.z_b,
+            self.invariance_weight,
+            self.variance_weight,
+            self.covariance_weight,
+        )
 
 
 class VICRegEncoder(BasePretextEncoder):
@@ -180,10 +216,5 @@ class VICRegEncoder(BasePretextEncoder):
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
         module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption)
-        loss = Criterion(
-            vicreg_loss,
-            invariance_weight=self.invariance_weight,
-            variance_weight=self.variance_weight,
-            covariance_weight=self.covariance_weight,
-        )
+        loss = VICRegLoss(self.invariance_weight, self.variance_weight, self.covariance_weight)
         return module, loss

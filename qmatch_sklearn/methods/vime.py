@@ -5,14 +5,17 @@ Learning to Tabular Domain", NeurIPS 2020, eq. (4) (the self-supervised loss).
 """
 
 from numbers import Real
+from typing import NamedTuple
 
+import torch
 import torch.nn.functional as F
+from torch import nn
 from sklearn.utils._param_validation import Interval
 
 from .._base import BasePretextEncoder
 from .._corruption import vime_corruption
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, PretextModule
+from ._base import PretextModule, check_shape
 
 #: Hidden width of the reconstruction and mask heads (the reference's MLP([512, D])).
 HEAD_WIDTH = 512
@@ -30,6 +33,48 @@ def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     return mask_loss / len(x) + alpha * F.mse_loss(reconstruction, x)
 
 
+class VIMEOutput(NamedTuple):
+    """What :class:`VIMEModule` computes for a batch (VIME section 4.1).
+
+    ``reconstruction`` is the decoder's x_hat and ``mask_logits`` the mask
+    estimator's logits of m_hat, both read from z = f(x_tilde); ``x`` is the
+    clean batch and ``mask`` the corruption mask m (bool). All four have
+    shape (batch, n_features).
+    """
+
+    reconstruction: torch.Tensor
+    mask_logits: torch.Tensor
+    x: torch.Tensor
+    mask: torch.Tensor
+
+
+class VIMELoss(nn.Module):
+    """VIME's self-supervised loss l_m + alpha l_r (VIME eq. 4): mask estimation
+    plus feature reconstruction.
+
+    Parameters
+    ----------
+    alpha : float
+        Weight of the reconstruction loss l_r against the mask loss l_m.
+
+    Reads the fields of a :class:`VIMEOutput`; see :func:`vime_loss`.
+    """
+
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_features")
+        check_shape("VIMELoss", "x", outputs.x, (None, None), symbols)
+        shape = tuple(outputs.x.shape)
+        for name in ("reconstruction", "mask_logits", "mask"):
+            check_shape("VIMELoss", name, getattr(outputs, name), shape, symbols)
+        return vime_loss(
+            outputs.reconstruction, outputs.mask_logits, outputs.x, outputs.mask, self.alpha
+        )
+
+
 class VIMEModule(PretextModule):
     """Encoder plus a decoder (reconstruction) and a mask estimator, both reading z."""
 
@@ -42,7 +87,7 @@ class VIMEModule(PretextModule):
     def forward(self, x, generator):
         corrupted, mask = vime_corruption(x, self.corruption, generator)
         z = self.encoder(corrupted)
-        return self.decoder(z), self.mask_estimator(z), x, mask
+        return VIMEOutput(self.decoder(z), self.mask_estimator(z), x, mask)
 
 
 class VIMEEncoder(BasePretextEncoder):
@@ -179,4 +224,4 @@ class VIMEEncoder(BasePretextEncoder):
 
         encoder = self._build_encoder(n_features, generator)
         module = VIMEModule(encoder, head(), head(), self.corruption)
-        return module, Criterion(vime_loss, alpha=self.alpha)
+        return module, VIMELoss(self.alpha)
