@@ -9,7 +9,9 @@ parameter error reads the same way: "The 'x' parameter of Y must be
 import re
 from numbers import Integral
 
-from sklearn.utils._param_validation import Options
+from sklearn.utils._param_validation import Options, StrOptions
+
+from ._corruption import CORRUPTIONS
 
 
 class Satisfies(Options):
@@ -49,3 +51,6 @@ DEVICE_NAMES = Satisfies(
 #: ``lr`` above this overflows float32 inside AdamW (it divides by 1 - beta1);
 #: no useful learning rate comes near it, and one that diverges is caught.
 MAX_LR = 1e30
+
+#: The ``corruption_type`` values: the kinds registered in ``_corruption.CORRUPTIONS``.
+CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))

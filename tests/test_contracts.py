@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from qmatch_sklearn import METHODS
+from qmatch_sklearn import METHODS, _corruption
 from qmatch_sklearn.methods._base import TwoViewOutput
 from qmatch_sklearn.methods.dino import DINOLoss, DINOOutput
 from qmatch_sklearn.methods.qmatch import QMatchLoss, QMatchOutput
@@ -91,3 +91,43 @@ def test_every_method_returns_named_outputs_its_loss_reads(name):
     assert isinstance(outputs, tuple) and hasattr(outputs, "_fields")
     value = loss(outputs)
     assert value.shape == () and torch.isfinite(value)
+
+
+#: Methods without corruption: i-Mix mixes rows instead.
+UNCORRUPTED = {"imix"}
+
+
+@pytest.mark.parametrize("name", sorted(set(METHODS) - UNCORRUPTED))
+def test_every_corrupting_method_takes_its_kind_from_corruption_type(name, monkeypatch):
+    """The kind is a parameter of every method that corrupts, and goes through the registry."""
+    calls = []
+
+    def spy(x, p, generator=None):
+        calls.append(p)
+        return _corruption.zero_corruption(x, p, generator)
+
+    monkeypatch.setitem(_corruption.CORRUPTIONS, "zero", spy)
+    estimator = METHODS[name](**tiny_method_params(name, corruption_type="zero"))
+    assert estimator.get_params()["corruption_type"] == "zero"
+    generator = torch.Generator().manual_seed(0)
+    module, loss = estimator._build_pretext(5, generator)
+    loss(module(torch.randn(16, 5, generator=generator), generator))
+    assert calls, f"{name} did not corrupt through corruption_type"
+
+
+def test_imix_has_no_corruption_parameter():
+    assert "corruption_type" not in METHODS["imix"]().get_params()
+
+
+def test_an_unknown_corruption_type_is_refused_early():
+    X = np.zeros((10, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="'corruption_type' parameter of VIMEEncoder must be"):
+        METHODS["vime"](corruption_type="gaussian").fit(X)
+
+
+def test_corruption_kinds_share_one_signature():
+    x = torch.arange(12.0).reshape(4, 3)
+    for kind in _corruption.CORRUPTIONS:
+        x_tilde, mask = _corruption.corrupt(kind, x, 0.5, torch.Generator().manual_seed(0))
+        assert x_tilde.shape == x.shape and mask.dtype == torch.bool and mask.shape == x.shape
+        assert torch.equal(x_tilde[~mask], x[~mask])

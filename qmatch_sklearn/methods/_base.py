@@ -5,7 +5,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .._corruption import vime_corruption
+from .._corruption import corrupt
 
 
 class PretextModule(nn.Module):
@@ -36,14 +36,15 @@ class PretextModule(nn.Module):
         """Hook for state updated outside the gradient step; nothing by default."""
 
 
-def two_views(x, p, generator):
-    """Two independent VIME corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
+def two_views(x, p, generator, kind="vime"):
+    """Two independent corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
 
-    The reference code freezes the second view's mask for the whole run (a JAX
-    tracing artefact, reference_impl.md §9 G1); here both views are drawn
-    afresh at every step.
+    ``kind`` is the ``corruption_type`` (see :func:`~qmatch_sklearn._corruption.corrupt`).
+    The Q-Match authors' code freezes the second view's mask for the whole
+    run (an artefact of JAX tracing, see docs/baselines.md); here both views
+    are drawn afresh at every step.
     """
-    return vime_corruption(x, p, generator)[0], vime_corruption(x, p, generator)[0]
+    return corrupt(kind, x, p, generator)[0], corrupt(kind, x, p, generator)[0]
 
 
 class TwoViewOutput(NamedTuple):
@@ -56,13 +57,14 @@ class TwoViewOutput(NamedTuple):
 class TwoViewModule(PretextModule):
     """Encoder plus a head; returns the head's output for two corrupted views."""
 
-    def __init__(self, encoder, head, corruption):
+    def __init__(self, encoder, head, corruption, corruption_type="vime"):
         super().__init__(encoder)
         self.head = head
         self.corruption = corruption
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator)
+        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
         return TwoViewOutput(self.head(self.encoder(view_a)), self.head(self.encoder(view_b)))
 
 

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
 from ._base import PretextModule, check_shape, soft_cross_entropy, two_views
@@ -107,7 +107,9 @@ class DINOLoss(nn.Module):
 class DINOModule(PretextModule):
     """Student (encoder + head), EMA teacher of the same shape, and the centre."""
 
-    def __init__(self, encoder, head, corruption, ema_decay, center_momentum):
+    def __init__(
+        self, encoder, head, corruption, ema_decay, center_momentum, corruption_type="vime"
+    ):
         super().__init__(encoder)
         self.head = head
         self.teacher = make_teacher(nn.Sequential(encoder, head))
@@ -115,9 +117,10 @@ class DINOModule(PretextModule):
         self.corruption = corruption
         self.ema_decay = ema_decay
         self.center_momentum = center_momentum
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator)
+        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
         s_a, s_b = self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
         with torch.no_grad():
             t_a, t_b = self.teacher(view_a), self.teacher(view_b)
@@ -133,7 +136,7 @@ class DINOModule(PretextModule):
 class DINOEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with DINO.
 
-    Student and EMA teacher each see two VIME-corrupted views; the student's
+    Student and EMA teacher each see two corrupted views; the student's
     distribution over learned prototypes for one view matches the teacher's
     centred, sharpened distribution for the other.
 
@@ -150,6 +153,11 @@ class DINOEncoder(BasePretextEncoder):
         Momentum of the centre subtracted from the teacher's logits.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(2048, 2048, 256)
         Widths of the head's MLP (the last is its bottleneck).
     n_prototypes : int, default=4096
@@ -238,6 +246,7 @@ class DINOEncoder(BasePretextEncoder):
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
         "center_momentum": [Interval(Real, 0, 1, closed="both")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
         "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     }
@@ -251,6 +260,7 @@ class DINOEncoder(BasePretextEncoder):
         ema_decay=0.9,
         center_momentum=0.9,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(2048, 2048, 256),
         n_prototypes=4096,
         hidden_sizes=None,
@@ -271,6 +281,7 @@ class DINOEncoder(BasePretextEncoder):
         self.ema_decay = ema_decay
         self.center_momentum = center_momentum
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.n_prototypes = n_prototypes
         self.hidden_sizes = hidden_sizes
@@ -291,6 +302,6 @@ class DINOEncoder(BasePretextEncoder):
         head = DINOHead(self.embedding_dim, tuple(self.projection_sizes), self.n_prototypes)
         module = DINOModule(
             encoder, lecun_normal_(head, generator), self.corruption, self.ema_decay,
-            self.center_momentum,
+            self.center_momentum, self.corruption_type,
         )
         return module, DINOLoss(self.student_temperature, self.teacher_temperature)

@@ -14,8 +14,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
-from .._corruption import vime_corruption
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
+from .._corruption import corrupt
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
 from .._queue import EmbeddingQueue
@@ -86,15 +86,16 @@ class QMatchLoss(nn.Module):
 class QMatchModule(PretextModule):
     """Student (encoder + projector), EMA teacher and queue of one Q-Match run.
 
-    Per step: the student sees the batch VIME-corrupted with
-    ``student_corruption``, the teacher sees it corrupted with
+    Per step: the student sees the batch corrupted (``corruption_type``, VIME's
+    by default) with ``student_corruption``, the teacher sees it corrupted with
     ``teacher_corruption`` (0 by default: the clean row). After the optimiser
     step the teacher moves towards the student (EMA) and the batch's teacher
     embeddings enter the queue, as in Algorithm 1.
     """
 
     def __init__(
-        self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay
+        self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay,
+        corruption_type="vime",
     ):
         super().__init__(encoder)
         self.projector = projector
@@ -103,10 +104,11 @@ class QMatchModule(PretextModule):
         self.student_corruption = student_corruption
         self.teacher_corruption = teacher_corruption
         self.ema_decay = ema_decay
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        student_view, _ = vime_corruption(x, self.student_corruption, generator)
-        teacher_view, _ = vime_corruption(x, self.teacher_corruption, generator)
+        student_view, _ = corrupt(self.corruption_type, x, self.student_corruption, generator)
+        teacher_view, _ = corrupt(self.corruption_type, x, self.teacher_corruption, generator)
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
             teacher = F.normalize(self.teacher(teacher_view), dim=1)
@@ -138,9 +140,14 @@ class QMatchEncoder(BasePretextEncoder):
     teacher_temperature : float, default=0.04
         The (sharper) temperature tau_t of the teacher's distribution.
     student_corruption : float, default=0.3
-        Probability that the student view replaces an entry (VIME corruption).
+        Probability that the student view corrupts an entry.
     teacher_corruption : float, default=0.0
         The same for the teacher view; the paper recommends zero or small.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
@@ -227,6 +234,7 @@ class QMatchEncoder(BasePretextEncoder):
         "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
         "student_corruption": [Interval(Real, 0, 1, closed="both")],
         "teacher_corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
     }
     _paper_search_space = {
@@ -244,6 +252,7 @@ class QMatchEncoder(BasePretextEncoder):
         teacher_temperature=0.04,
         student_corruption=0.3,
         teacher_corruption=0.0,
+        corruption_type="vime",
         ema_decay=0.9,
         hidden_sizes=None,
         architecture="mlp",
@@ -264,6 +273,7 @@ class QMatchEncoder(BasePretextEncoder):
         self.teacher_temperature = teacher_temperature
         self.student_corruption = student_corruption
         self.teacher_corruption = teacher_corruption
+        self.corruption_type = corruption_type
         self.ema_decay = ema_decay
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
@@ -289,5 +299,6 @@ class QMatchEncoder(BasePretextEncoder):
             self.student_corruption,
             self.teacher_corruption,
             self.ema_decay,
+            self.corruption_type,
         )
         return module, QMatchLoss(self.student_temperature, self.teacher_temperature)

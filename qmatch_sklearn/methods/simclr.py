@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._networks import MLP, lecun_normal_
 from ._base import TwoViewModule, check_shape
 
@@ -55,7 +55,7 @@ class NTXentLoss(nn.Module):
 class SimCLREncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimCLR's contrastive loss.
 
-    Two VIME-corrupted views of each row pass through the encoder and a
+    Two corrupted views of each row pass through the encoder and a
     projection MLP; NT-Xent pulls the two views together and pushes the other
     rows of the batch away. The paper's "large batch" variant is
     ``batch_size=4096``.
@@ -66,6 +66,11 @@ class SimCLREncoder(BasePretextEncoder):
         Temperature of the NT-Xent softmax.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss.
     hidden_sizes : tuple of int, default=None
@@ -148,6 +153,7 @@ class SimCLREncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
@@ -157,6 +163,7 @@ class SimCLREncoder(BasePretextEncoder):
         *,
         temperature=0.1,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(512, 128),
         hidden_sizes=None,
         architecture="mlp",
@@ -173,6 +180,7 @@ class SimCLREncoder(BasePretextEncoder):
     ):
         self.temperature = temperature
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
@@ -190,5 +198,5 @@ class SimCLREncoder(BasePretextEncoder):
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
         head = lecun_normal_(MLP(self.embedding_dim, tuple(self.projection_sizes)), generator)
-        module = TwoViewModule(encoder, head, self.corruption)
+        module = TwoViewModule(encoder, head, self.corruption, self.corruption_type)
         return module, NTXentLoss(self.temperature)

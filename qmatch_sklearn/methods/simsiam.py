@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
 from ._base import TwoViewModule, check_shape
 
@@ -64,8 +64,8 @@ def simsiam_projector(n_in, sizes):
 class SimSiamModule(TwoViewModule):
     """Encoder, projector (the two-view head) and predictor."""
 
-    def __init__(self, encoder, projector, predictor, corruption):
-        super().__init__(encoder, projector, corruption)
+    def __init__(self, encoder, projector, predictor, corruption, corruption_type="vime"):
+        super().__init__(encoder, projector, corruption, corruption_type)
         self.predictor = predictor
 
     def forward(self, x, generator):
@@ -76,7 +76,7 @@ class SimSiamModule(TwoViewModule):
 class SimSiamEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimSiam.
 
-    Two VIME-corrupted views pass through the encoder and a projector; a
+    Two corrupted views pass through the encoder and a projector; a
     predictor maps each projection to the other view's, which is held fixed
     (stop-gradient). No negatives and no momentum encoder.
 
@@ -84,6 +84,11 @@ class SimSiamEncoder(BasePretextEncoder):
     ----------
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(2048, 2048, 2048)
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
@@ -168,6 +173,7 @@ class SimSiamEncoder(BasePretextEncoder):
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }
@@ -177,6 +183,7 @@ class SimSiamEncoder(BasePretextEncoder):
         self,
         *,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(2048, 2048, 2048),
         predictor_width=512,
         hidden_sizes=None,
@@ -193,6 +200,7 @@ class SimSiamEncoder(BasePretextEncoder):
         verbose=0,
     ):
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.predictor_width = predictor_width
         self.hidden_sizes = hidden_sizes
@@ -213,5 +221,7 @@ class SimSiamEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         projector = lecun_normal_(simsiam_projector(self.embedding_dim, sizes), generator)
         predictor = lecun_normal_(MLP(sizes[-1], (int(self.predictor_width), sizes[-1])), generator)
-        module = SimSiamModule(encoder, projector, predictor, self.corruption)
+        module = SimSiamModule(
+            encoder, projector, predictor, self.corruption, self.corruption_type
+        )
         return module, SimSiamLoss()

@@ -8,11 +8,12 @@ from numbers import Real
 from typing import NamedTuple
 
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._corruption import CORRUPTIONS
+from .._constraints import CORRUPTION_TYPES
+from .._corruption import corrupt
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
 from .vime import HEAD_WIDTH
@@ -68,7 +69,7 @@ class TabNetModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        corrupted, mask = CORRUPTIONS[self.corruption_type](x, self.corruption, generator)
+        corrupted, mask = corrupt(self.corruption_type, x, self.corruption, generator)
         return TabNetOutput(self.decoder(self.encoder(corrupted)), x, mask)
 
 
@@ -83,9 +84,10 @@ class TabNetEncoder(BasePretextEncoder):
     corruption : float, default=0.5
         Probability that an entry is masked.
     corruption_type : {"vime", "zero"}, default="vime"
-        How masked entries are filled: "vime" takes the value of the same
-        column in another row of the batch (what the Q-Match paper ran),
-        "zero" sets them to 0 (TabNet's own masking).
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -165,7 +167,7 @@ class TabNetEncoder(BasePretextEncoder):
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [StrOptions(set(CORRUPTIONS))],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 

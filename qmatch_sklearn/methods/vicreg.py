@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
+from .._constraints import CORRUPTION_TYPES
 from ._base import TwoViewModule, check_shape
 
 
@@ -75,7 +76,7 @@ class VICRegLoss(nn.Module):
 class VICRegEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with VICReg.
 
-    Two VIME-corrupted views of each row are encoded; the loss makes the two
+    Two corrupted views of each row are encoded; the loss makes the two
     embeddings agree (invariance) while keeping every dimension's spread
     above 1 (variance) and the dimensions decorrelated (covariance). As in the
     reference implementation the loss reads the encoder output z directly
@@ -91,6 +92,11 @@ class VICRegEncoder(BasePretextEncoder):
         The weight nu of the covariance term.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -173,6 +179,7 @@ class VICRegEncoder(BasePretextEncoder):
         "variance_weight": [Interval(Real, 0, None, closed="left")],
         "covariance_weight": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -183,6 +190,7 @@ class VICRegEncoder(BasePretextEncoder):
         variance_weight=25.0,
         covariance_weight=1.0,
         corruption=0.3,
+        corruption_type="vime",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -200,6 +208,7 @@ class VICRegEncoder(BasePretextEncoder):
         self.variance_weight = variance_weight
         self.covariance_weight = covariance_weight
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
@@ -215,6 +224,6 @@ class VICRegEncoder(BasePretextEncoder):
 
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
-        module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption)
+        module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption, self.corruption_type)
         loss = VICRegLoss(self.invariance_weight, self.variance_weight, self.covariance_weight)
         return module, loss

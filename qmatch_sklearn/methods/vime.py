@@ -13,7 +13,8 @@ from torch import nn
 from sklearn.utils._param_validation import Interval
 
 from .._base import BasePretextEncoder
-from .._corruption import vime_corruption
+from .._constraints import CORRUPTION_TYPES
+from .._corruption import corrupt
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
 
@@ -78,14 +79,15 @@ class VIMELoss(nn.Module):
 class VIMEModule(PretextModule):
     """Encoder plus a decoder (reconstruction) and a mask estimator, both reading z."""
 
-    def __init__(self, encoder, decoder, mask_estimator, corruption):
+    def __init__(self, encoder, decoder, mask_estimator, corruption, corruption_type="vime"):
         super().__init__(encoder)
         self.decoder = decoder
         self.mask_estimator = mask_estimator
         self.corruption = corruption
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        corrupted, mask = vime_corruption(x, self.corruption, generator)
+        corrupted, mask = corrupt(self.corruption_type, x, self.corruption, generator)
         z = self.encoder(corrupted)
         return VIMEOutput(self.decoder(z), self.mask_estimator(z), x, mask)
 
@@ -93,7 +95,7 @@ class VIMEModule(PretextModule):
 class VIMEEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with VIME's pretext tasks.
 
-    The encoder sees a VIME-corrupted row; one head reconstructs the clean row,
+    The encoder sees a corrupted row; one head reconstructs the clean row,
     another predicts which entries were corrupted.
 
     Parameters
@@ -101,7 +103,12 @@ class VIMEEncoder(BasePretextEncoder):
     alpha : float, default=1.0
         Weight of the reconstruction loss against the mask loss.
     corruption : float, default=0.3
-        Probability that an entry is replaced (VIME corruption).
+        Probability that an entry is corrupted.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -182,6 +189,7 @@ class VIMEEncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -190,6 +198,7 @@ class VIMEEncoder(BasePretextEncoder):
         *,
         alpha=1.0,
         corruption=0.3,
+        corruption_type="vime",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -205,6 +214,7 @@ class VIMEEncoder(BasePretextEncoder):
     ):
         self.alpha = alpha
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
@@ -223,5 +233,5 @@ class VIMEEncoder(BasePretextEncoder):
             return lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
 
         encoder = self._build_encoder(n_features, generator)
-        module = VIMEModule(encoder, head(), head(), self.corruption)
+        module = VIMEModule(encoder, head(), head(), self.corruption, self.corruption_type)
         return module, VIMELoss(self.alpha)
