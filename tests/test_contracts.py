@@ -6,11 +6,20 @@ gave before they became modules). The inputs come from NumPy's PCG64
 (portable), so the numbers hold on any machine; embedding checksums would not.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 
-from qmatch_sklearn import METHODS, _corruption
+from qmatch_sklearn import (
+    METHODS,
+    QMatchClassifier,
+    SupervisedMLPClassifier,
+    _corruption,
+    save,
+)
 from qmatch_sklearn.methods._base import TwoViewOutput
 from qmatch_sklearn.methods.dino import DINOLoss, DINOOutput
 from qmatch_sklearn.methods.qmatch import QMatchLoss, QMatchOutput
@@ -131,3 +140,94 @@ def test_corruption_kinds_share_one_signature():
         x_tilde, mask = _corruption.corrupt(kind, x, 0.5, torch.Generator().manual_seed(0))
         assert x_tilde.shape == x.shape and mask.dtype == torch.bool and mask.shape == x.shape
         assert torch.equal(x_tilde[~mask], x[~mask])
+
+
+def small_network(n_features, embedding_dim):
+    """A network of the user's own: a factory, importable so that it pickles."""
+    return torch.nn.Sequential(
+        torch.nn.Linear(n_features, 16), torch.nn.ReLU(), torch.nn.Linear(16, embedding_dim)
+    )
+
+
+def user_params(name="qmatch", **overrides):
+    return tiny_method_params(name, **{"hidden_sizes": None, "max_epochs": 2, **overrides})
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(0).normal(size=(120, 6)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_a_factory_architecture_trains_with_every_method(name, X):
+    encoder = METHODS[name](**user_params(name, architecture=small_network)).fit(X)
+    assert isinstance(encoder.network_, torch.nn.Sequential) and len(encoder.network_) == 3
+    assert encoder.transform(X).shape == (len(X), 8)
+
+
+def test_a_factory_architecture_is_seeded_by_random_state(X):
+    def fit(seed):
+        params = user_params(architecture=small_network, random_state=seed)
+        return METHODS["qmatch"](**params).fit(X).transform(X)
+
+    np.testing.assert_array_equal(fit(0), fit(0))
+    assert not np.array_equal(fit(0), fit(1))
+
+
+def test_a_module_architecture_is_copied_at_fit(X):
+    network = small_network(6, 8)
+    before = {k: v.clone() for k, v in network.state_dict().items()}
+    estimator = METHODS["vicreg"](**user_params("vicreg", architecture=network))
+    first = estimator.fit(X).transform(X)
+    assert estimator.network_ is not network
+    assert all(torch.equal(before[k], v) for k, v in network.state_dict().items())
+    # a refit starts from the same weights again: same seed, same result
+    np.testing.assert_array_equal(estimator.fit(X).transform(X), first)
+    clone_ = clone(estimator).fit(X)
+    assert clone_.network_ is not estimator.network_
+    np.testing.assert_array_equal(clone_.transform(X), first)
+
+
+def test_a_user_network_of_the_wrong_width_is_refused_early(X):
+    def wrong(n_features, embedding_dim):
+        return torch.nn.Linear(n_features, embedding_dim + 1)
+
+    with pytest.raises(ValueError, match=r"expected \(batch=2, embedding_dim=8\)"):
+        METHODS["qmatch"](**user_params(architecture=wrong)).fit(X)
+    with pytest.raises(TypeError, match="must return a torch.nn.Module"):
+        METHODS["qmatch"](**user_params(architecture=lambda n, d: "mlp")).fit(X)
+    with pytest.raises(ValueError, match="leave it None"):
+        METHODS["qmatch"](**user_params(architecture=small_network, hidden_sizes=(8,))).fit(X)
+
+
+def test_an_unknown_architecture_name_is_refused_with_the_choices(X):
+    with pytest.raises(ValueError, match=r"'architecture' parameter of QMatchEncoder must be.*"
+                                         r"'imix'.*torch.nn.Module"):
+        METHODS["qmatch"](architecture="resnet").fit(X)
+
+
+def test_a_user_architecture_pickles_but_save_refuses_it(X, tmp_path):
+    encoder = METHODS["qmatch"](**user_params(architecture=small_network)).fit(X)
+    restored = pickle.loads(pickle.dumps(encoder))
+    np.testing.assert_array_equal(restored.transform(X), encoder.transform(X))
+    with pytest.raises(TypeError, match=r"cannot store 'architecture': it is code"):
+        save(encoder, tmp_path / "encoder.safetensors")
+    classifier = QMatchClassifier(encoder, freeze_encoder=True, max_epochs=2, device="cpu")
+    with pytest.raises(TypeError, match=r"cannot store 'encoder.architecture'"):
+        save(classifier, tmp_path / "classifier.safetensors")
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_classifiers_take_a_user_architecture_and_pickle(X, freeze):
+    y = (X[:, 0] > 0).astype(int)
+    encoder = METHODS["qmatch"](**user_params(architecture=small_network))
+    classifiers = [
+        QMatchClassifier(encoder, freeze_encoder=freeze, max_epochs=2, random_state=0,
+                         device="cpu"),
+        SupervisedMLPClassifier(architecture=small_network, embedding_dim=8, max_epochs=2,
+                                random_state=0, device="cpu"),
+    ]
+    for classifier in classifiers:
+        classifier.fit(X, y)
+        restored = pickle.loads(pickle.dumps(classifier))
+        np.testing.assert_array_equal(restored.predict_proba(X), classifier.predict_proba(X))
