@@ -10,10 +10,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._constraints import DEVICE_NAMES, LAYER_SIZES, MAX_LR
+from ._constraints import DEVICE_NAMES, LAYER_SIZES, MAX_LR, USER_NETWORK
 from ._device import resolve_device
 from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
-from ._networks import build_encoder, isolated_global_rng
+from ._networks import ARCHITECTURES, build_encoder, isolated_global_rng
 from ._persistence import PersistenceMixin
 
 def check_features(estimator, X, y="no_validation", *, reset):
@@ -93,7 +93,7 @@ def check_two_samples(estimator, n_samples):
 #: Parameters of the encoder network.
 NETWORK_CONSTRAINTS = {
     "hidden_sizes": [None, LAYER_SIZES],
-    "architecture": [StrOptions({"mlp", "imix"})],
+    "architecture": [StrOptions(set(ARCHITECTURES)), USER_NETWORK],
     "embedding_dim": [Interval(Integral, 1, None, closed="left")],
 }
 

@@ -104,19 +104,19 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     Subclasses provide ``_encoder_network(X, seed, device)`` returning the
     encoder network to start from and its output width, ``_head_choices``
     and ``_starting_network`` (which heads to train: on a frozen encoder,
-    with it, or both, keeping the better on validation), and
+    with it, or both, keeping the better on validation),
     ``_encoder_skeleton()`` returning the fitted encoder network's shape,
-    untrained, for loading.
+    untrained, for loading, and ``_embedding_dim()`` its output width.
     """
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
 
     def _network_skeleton(self):
-        encoder_network = self._encoder_skeleton()
-        # an Encoder ends with its linear layer to z
-        embedding_dim = encoder_network[-1].out_features
+        # the encoder network may be the user's (architecture=...): its output
+        # width is the embedding_dim it was built for, not read off its layers
         return torch.nn.Sequential(
-            encoder_network, torch.nn.Linear(embedding_dim, len(self.classes_))
+            self._encoder_skeleton(),
+            torch.nn.Linear(self._embedding_dim(), len(self.classes_)),
         )
 
     def __sklearn_tags__(self):
@@ -482,6 +482,9 @@ class QMatchClassifier(BaseHeadClassifier):
         encoder = _unfrozen(self.encoder_)
         return encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
 
+    def _embedding_dim(self):
+        return _unfrozen(self.encoder_).embedding_dim
+
 
 class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
     """The encoder network plus a linear head, trained from random weights on labels only.
@@ -495,8 +498,8 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
     hidden_sizes : tuple of int, default=None
         Hidden widths of the encoder network; None means (512, 512) for
         ``architecture="mlp"`` and the paper's widths for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        As in the encoders.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        As in the encoders: a built-in network, or one of your own.
     embedding_dim : int, default=128
         Width of the layer the head reads.
     lr : float, default=1e-3
@@ -603,3 +606,6 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed))
         return network.to(device), self.embedding_dim
+
+    def _embedding_dim(self):
+        return self.embedding_dim

@@ -9,7 +9,9 @@ parameter error reads the same way: "The 'x' parameter of Y must be
 import re
 from numbers import Integral
 
-from sklearn.utils._param_validation import Options
+from sklearn.utils._param_validation import Options, StrOptions
+
+from ._corruption import CORRUPTIONS
 
 
 class Satisfies(Options):
@@ -46,6 +48,15 @@ DEVICE_NAMES = Satisfies(
     "'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'",
 )
 
+#: A network of the user's own as ``architecture``: a module, or a factory of one.
+USER_NETWORK = Satisfies(
+    callable,
+    "a torch.nn.Module or a callable architecture(n_features, embedding_dim) returning one",
+)
+
 #: ``lr`` above this overflows float32 inside AdamW (it divides by 1 - beta1);
 #: no useful learning rate comes near it, and one that diverges is caught.
 MAX_LR = 1e30
+
+#: The ``corruption_type`` values: the kinds registered in ``_corruption.CORRUPTIONS``.
+CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))

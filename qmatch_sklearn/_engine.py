@@ -11,8 +11,9 @@ device placement. We change what matters for tabular self-supervision:
   swallows it);
 * randomness comes from a local ``torch.Generator`` (the global RNG is never
   touched);
-* a pretext step asks the method's module for the inputs of its loss and, after
-  the optimiser step, lets it update its own state (EMA teacher, queue).
+* a pretext step asks the method's module for its named outputs, hands them to
+  the method's loss module and, after the optimiser step, lets the module
+  update its own state (EMA teacher, queue).
 """
 
 import warnings
@@ -178,8 +179,10 @@ class _TabularNetMixin:
 class PretextNet(_TabularNetMixin, NeuralNet):
     """A skorch net whose module is a :class:`~qmatch_sklearn.methods.PretextModule`.
 
-    The module maps a clean batch to the inputs of the criterion (the method's
-    loss); ``after_step`` runs once the optimiser has updated the student.
+    The module maps a clean batch to the method's named output structure,
+    which the criterion (the method's loss module) reads by field name;
+    ``after_step`` gets the same structure once the optimiser has updated the
+    student.
     Validation corruption is re-seeded each epoch so that validation losses
     are comparable across epochs.
     """
@@ -190,7 +193,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
 
     def _pretext_loss(self, X, generator):
         outputs = self.module_(X, generator)
-        return self.criterion_(*outputs), outputs
+        return self.criterion_(outputs), outputs
 
     def train_step_single(self, batch, **fit_params):
         self._set_training(True)

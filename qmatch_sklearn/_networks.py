@@ -4,8 +4,13 @@ The encoder follows the paper's "Model Architecture" paragraph (after i-Mix):
 fully connected layers with batch normalisation and ReLU, an optional 4-way
 maxout on the widest layer (``architecture="imix"``), and a linear layer to
 the ``embedding_dim``-dimensional representation z that downstream tasks read.
+
+The estimators' ``architecture`` parameter names one of :data:`ARCHITECTURES`
+or gives a network of the user's own (a module, or a factory of one);
+:func:`build_encoder` is the one place that tells them apart.
 """
 
+import copy
 import math
 
 import torch
@@ -89,11 +94,22 @@ class Encoder(nn.Sequential):
         super().__init__(*layers)
 
 
+#: The built-in architectures by name, with their default hidden widths.
+ARCHITECTURES = {"mlp": MLP_HIDDEN_SIZES, "imix": IMIX_HIDDEN_SIZES}
+
+
 def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
-    """A LeCun-initialised :class:`Encoder`; ``hidden_sizes=None`` takes the
-    architecture's default widths (the estimators validate the widths)."""
+    """The encoder network f that ``architecture`` describes, freshly initialised.
+
+    A built-in name gives a LeCun-initialised :class:`Encoder`;
+    ``hidden_sizes=None`` takes the architecture's default widths (the
+    estimators validate the widths). A network of the user's own is built by
+    :func:`build_user_encoder`.
+    """
+    if not isinstance(architecture, str):
+        return build_user_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator)
     if hidden_sizes is None:
-        hidden_sizes = IMIX_HIDDEN_SIZES if architecture == "imix" else MLP_HIDDEN_SIZES
+        hidden_sizes = ARCHITECTURES[architecture]
     sizes = tuple(hidden_sizes)
     if architecture == "imix" and sizes[-1] % MAXOUT_PIECES:
         raise ValueError(
@@ -101,6 +117,56 @@ def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generat
             f"(maxout), got {sizes[-1]}."
         )
     return lecun_normal_(Encoder(n_features, sizes, embedding_dim, architecture), generator)
+
+
+def build_user_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
+    """The user's network: a deep copy of a ``torch.nn.Module``, or what the
+    factory ``architecture(n_features, embedding_dim)`` returns.
+
+    As with skorch's ``module=``, an instance is copied, never trained in
+    place, so clones and refits never share weights; its weights are the
+    starting point. A factory is called with torch's global RNG seeded from
+    ``generator`` (and restored afterwards), so torch's default layer
+    initialisation follows ``random_state``. Either way the network must map
+    (batch, n_features) to (batch, embedding_dim); a dry run checks it.
+    """
+    if hidden_sizes is not None:
+        raise ValueError(
+            "hidden_sizes sets the widths of the built-in architectures ('mlp', 'imix'); "
+            f"with a network of your own (architecture={architecture!r}) leave it None."
+        )
+    if isinstance(architecture, nn.Module):
+        network = copy.deepcopy(architecture)
+    else:
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        with isolated_global_rng():
+            torch.manual_seed(seed)
+            network = architecture(n_features, embedding_dim)
+        if not isinstance(network, nn.Module):
+            raise TypeError(
+                f"architecture(n_features, embedding_dim) must return a torch.nn.Module; "
+                f"{architecture!r} returned {type(network).__name__}."
+            )
+    check_encoder_output(network, n_features, embedding_dim)
+    return network
+
+
+def check_encoder_output(network, n_features, embedding_dim):
+    """Raise a ValueError unless ``network`` maps (2, n_features) to (2, embedding_dim)."""
+    training = network.training
+    try:
+        with torch.no_grad(), isolated_global_rng():
+            parameter = next(network.parameters(), None)
+            device = parameter.device if parameter is not None else "cpu"
+            shape = tuple(network.eval()(torch.zeros(2, n_features, device=device)).shape)
+    finally:
+        network.train(training)
+    if shape != (2, embedding_dim):
+        raise ValueError(
+            f"The network given as architecture maps input of shape (batch=2, "
+            f"n_features={n_features}) to shape {shape}; expected (batch=2, "
+            f"embedding_dim={embedding_dim}). Build it for those widths."
+        )
 
 
 def isolated_global_rng():

@@ -191,6 +191,14 @@ class _Writer:
             return {"__type__": "RandomState", "state": self.value(value.get_state(), path)}
         if hasattr(value, "get_params"):
             return self.estimator(value, path)
+        if callable(value):  # e.g. architecture=<a network of the user's own>
+            raise TypeError(
+                f"qmatch_sklearn.save cannot store {path!r}: it is code "
+                f"({type(value).__module__}.{type(value).__qualname__}), and a file "
+                "written by save holds none, so that it loads without running any. "
+                "Pickle the estimator (joblib.dump) instead; the network's class or "
+                "factory must then be importable where it is loaded."
+            )
         raise TypeError(
             f"qmatch_sklearn.save cannot store {path!r}, of type "
             f"{type(value).__module__}.{type(value).__qualname__}."
@@ -282,7 +290,9 @@ def save(estimator, path):
     ------
     TypeError
         If ``estimator`` or one of its attributes is of a type this format
-        does not store; the message names the attribute and its type.
+        does not store (e.g. ``architecture`` set to a network of your own:
+        the file holds no code); the message names the attribute and its
+        type.
 
     See Also
     --------

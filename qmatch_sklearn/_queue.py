@@ -10,7 +10,7 @@ class EmbeddingQueue(nn.Module):
 
     Row 0 is the newest entry. It starts as random unit vectors and, after
     each optimisation step, the batch's teacher embeddings are put on top and
-    the oldest rows fall off the bottom (reference implementation, §1.3).
+    the oldest rows fall off the bottom (the Q-Match paper, Algorithm 1).
 
     Parameters
     ----------

@@ -188,6 +188,17 @@ def test_shared_parameters_are_described_alike(family, shared):
             )
 
 
+def test_corruption_type_is_described_alike_in_every_encoder_that_corrupts():
+    """The corruption kind is one component shared by every method that corrupts rows."""
+    having = [cls for cls in ENCODERS if "corruption_type" in _signature_defaults(cls)]
+    assert {cls.__name__ for cls in ENCODERS} - {cls.__name__ for cls in having} == {
+        "IMixEncoder"  # mixes rows, corrupts none
+    }
+    reference = _descriptions(having[0])["corruption_type"]
+    for cls in having[1:]:
+        assert _descriptions(cls)["corruption_type"] == reference, cls.__name__
+
+
 class _Sentinel:
     """A value no validation would accept: __init__ must store it without looking."""
 

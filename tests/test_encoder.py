@@ -112,12 +112,13 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     module, criterion = enc._build_pretext(4, torch.Generator().manual_seed(0))
     module.train()
     x = torch.randn(16, 4)
-    student, teacher, queue = module(x, torch.Generator().manual_seed(1))
+    outputs = module(x, torch.Generator().manual_seed(1))
+    student, teacher, queue = outputs.student, outputs.teacher, outputs.queue
     # teacher_corruption=0: the teacher saw the clean batch
     with torch.no_grad():
         expected_teacher = torch.nn.functional.normalize(module.teacher(x), dim=1)
     torch.testing.assert_close(teacher, expected_teacher)
-    loss = criterion(student, teacher, queue)
+    loss = criterion(outputs)
     loss.backward()
     with torch.no_grad():
         for p in module.parameters():
@@ -125,7 +126,7 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
                 p -= 0.1 * p.grad
     before = [p.detach().clone() for p in module.teacher.parameters()]
     student_params = list(module.encoder.parameters()) + list(module.projector.parameters())
-    module.after_step((student, teacher, queue))
+    module.after_step(outputs)
     for old, new, s in zip(before, module.teacher.parameters(), student_params):
         torch.testing.assert_close(new, 0.5 * old + 0.5 * s.detach())
     torch.testing.assert_close(module.queue.embeddings[:16], teacher)

@@ -5,13 +5,13 @@ Checksum policy
 A file is accepted when EITHER the SHA-256 of the stored file matches
 ``RemoteFile.stored_sha256`` OR the SHA-256 of its decompressed content matches
 ``RemoteFile.content_sha256``. Two hashes are needed because the same data
-exists as different ``.gz`` bytes: the project's shared copies were re-written
-with ``gzip -9 -n`` (stored hashes from ``shared/data/SHA256SUMS``), upstream
-mirrors serve their own ``.gz`` files, and files that upstream serves
+exists as different ``.gz`` bytes: the project's copies of the data were
+re-written with ``gzip -9 -n`` (``stored_sha256`` is the hash of those files),
+upstream mirrors serve their own ``.gz`` files, and files that upstream serves
 uncompressed are gzipped here on download. The decompressed bytes are the same
-in every case, and their published hashes (``shared/data/README.md``) pin the
-data itself. The cheap stored-file hash is tried first; the content is only
-decompressed when it fails.
+in every case, so ``content_sha256`` (the hash of the data as published)
+pins the data itself. The cheap stored-file hash is tried first; the content is
+only decompressed when it fails.
 """
 
 import gzip

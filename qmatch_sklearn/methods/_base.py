@@ -1,8 +1,11 @@
 """What a self-supervised method hands to the shared engine."""
 
+from typing import NamedTuple
+
+import torch
 from torch import nn
 
-from .._corruption import vime_corruption
+from .._corruption import corrupt
 
 
 class PretextModule(nn.Module):
@@ -12,10 +15,12 @@ class PretextModule(nn.Module):
     module (the skorch criterion):
 
     * ``forward(x, generator)`` builds the method's views of the clean batch
-      ``x`` (drawing randomness only from ``generator``) and returns the tuple
-      of tensors its loss takes;
-    * ``after_step(outputs)`` runs after each optimiser step with that tuple
-      (momentum teachers, queues); it is not called during validation.
+      ``x`` (drawing randomness only from ``generator``) and returns the
+      method's output structure (a ``NamedTuple`` whose fields are named after
+      the paper's symbols); the loss module reads its fields by name;
+    * ``after_step(outputs)`` runs after each optimiser step with that
+      structure (momentum teachers, queues); it is not called during
+      validation.
 
     ``encoder`` is what the fitted estimator keeps for ``transform``.
     """
@@ -31,44 +36,36 @@ class PretextModule(nn.Module):
         """Hook for state updated outside the gradient step; nothing by default."""
 
 
-def two_views(x, p, generator):
-    """Two independent VIME corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
+def two_views(x, p, generator, kind="vime"):
+    """Two independent corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
 
-    The reference code freezes the second view's mask for the whole run (a JAX
-    tracing artefact, reference_impl.md §9 G1); here both views are drawn
-    afresh at every step.
+    ``kind`` is the ``corruption_type`` (see :func:`~qmatch_sklearn._corruption.corrupt`).
+    The Q-Match authors' code freezes the second view's mask for the whole
+    run (an artefact of JAX tracing, see docs/baselines.md); here both views
+    are drawn afresh at every step.
     """
-    return vime_corruption(x, p, generator)[0], vime_corruption(x, p, generator)[0]
+    return corrupt(kind, x, p, generator)[0], corrupt(kind, x, p, generator)[0]
+
+
+class TwoViewOutput(NamedTuple):
+    """The head's outputs z_a, z_b for the two views of each row (batch, dim)."""
+
+    z_a: torch.Tensor
+    z_b: torch.Tensor
 
 
 class TwoViewModule(PretextModule):
     """Encoder plus a head; returns the head's output for two corrupted views."""
 
-    def __init__(self, encoder, head, corruption):
+    def __init__(self, encoder, head, corruption, corruption_type="vime"):
         super().__init__(encoder)
         self.head = head
         self.corruption = corruption
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator)
-        return self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
-
-
-class Criterion(nn.Module):
-    """A method's loss function with its hyper-parameters bound (the skorch criterion).
-
-    ``Criterion(loss, **hyperparameters)(*outputs)`` is
-    ``loss(*outputs, **hyperparameters)``, where ``outputs`` is what the
-    method's ``PretextModule.forward`` returned.
-    """
-
-    def __init__(self, loss, **hyperparameters):
-        super().__init__()
-        self.loss = loss
-        self.hyperparameters = hyperparameters
-
-    def forward(self, *outputs):
-        return self.loss(*outputs, **self.hyperparameters)
+        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
+        return TwoViewOutput(self.head(self.encoder(view_a)), self.head(self.encoder(view_b)))
 
 
 def soft_cross_entropy(target_logits, logits):
@@ -79,3 +76,21 @@ def soft_cross_entropy(target_logits, logits):
     """
     targets = target_logits.detach().softmax(dim=1)
     return -(targets * logits.log_softmax(dim=1)).sum(dim=1).mean()
+
+
+def check_shape(owner, name, tensor, expected, symbols):
+    """Raise a ValueError unless ``tensor`` has the shape ``expected``.
+
+    ``expected`` holds one size per dimension (None: any size) and
+    ``symbols`` their names, for the message, e.g. ``QMatchLoss expects
+    teacher of shape (batch=6, dim=128), got (6, 64).``
+    """
+    shape = tuple(tensor.shape)
+    if len(shape) == len(expected) and all(
+        want is None or want == got for want, got in zip(expected, shape)
+    ):
+        return
+    wanted = ", ".join(
+        symbol if want is None else f"{symbol}={want}" for symbol, want in zip(symbols, expected)
+    )
+    raise ValueError(f"{owner} expects {name} of shape ({wanted}), got {shape}.")

@@ -6,6 +6,7 @@ ICCV 2021, eq. (3) and Algorithm 1.
 
 import itertools
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -13,10 +14,10 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
-from ._base import Criterion, PretextModule, soft_cross_entropy, two_views
+from ._base import PretextModule, check_shape, soft_cross_entropy, two_views
 
 
 class DINOHead(nn.Module):
@@ -51,10 +52,64 @@ def dino_loss(s_a, s_b, t_a, t_b, center, student_temperature, teacher_temperatu
     return (cross(t_a, s_b) + cross(t_b, s_a)) / 2
 
 
+class DINOOutput(NamedTuple):
+    """What :class:`DINOModule` computes for a batch, named as in DINO's Algorithm 1.
+
+    ``s_a``, ``s_b`` are the student's logits over the prototypes for the two
+    views and ``t_a``, ``t_b`` the teacher's (no gradients), each of shape
+    (batch, n_prototypes); ``center`` is C (n_prototypes,).
+    """
+
+    s_a: torch.Tensor
+    s_b: torch.Tensor
+    t_a: torch.Tensor
+    t_b: torch.Tensor
+    center: torch.Tensor
+
+
+class DINOLoss(nn.Module):
+    """DINO's loss, [H(P_t(a), P_s(b)) + H(P_t(b), P_s(a))] / 2 (DINO eq. 3 and
+    Algorithm 1): the teacher's logits are centred and sharpened.
+
+    Parameters
+    ----------
+    student_temperature : float
+        tau_s, the temperature of the student's softmax.
+    teacher_temperature : float
+        tau_t, the (sharper) temperature of the teacher's softmax.
+
+    Reads the fields of a :class:`DINOOutput`; see :func:`dino_loss`.
+    """
+
+    def __init__(self, student_temperature, teacher_temperature):
+        super().__init__()
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_prototypes")
+        check_shape("DINOLoss", "s_a", outputs.s_a, (None, None), symbols)
+        shape = tuple(outputs.s_a.shape)
+        for name in ("s_b", "t_a", "t_b"):
+            check_shape("DINOLoss", name, getattr(outputs, name), shape, symbols)
+        check_shape("DINOLoss", "center", outputs.center, shape[1:], symbols[1:])
+        return dino_loss(
+            outputs.s_a,
+            outputs.s_b,
+            outputs.t_a,
+            outputs.t_b,
+            outputs.center,
+            self.student_temperature,
+            self.teacher_temperature,
+        )
+
+
 class DINOModule(PretextModule):
     """Student (encoder + head), EMA teacher of the same shape, and the centre."""
 
-    def __init__(self, encoder, head, corruption, ema_decay, center_momentum):
+    def __init__(
+        self, encoder, head, corruption, ema_decay, center_momentum, corruption_type="vime"
+    ):
         super().__init__(encoder)
         self.head = head
         self.teacher = make_teacher(nn.Sequential(encoder, head))
@@ -62,25 +117,26 @@ class DINOModule(PretextModule):
         self.corruption = corruption
         self.ema_decay = ema_decay
         self.center_momentum = center_momentum
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator)
+        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
         s_a, s_b = self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
         with torch.no_grad():
             t_a, t_b = self.teacher(view_a), self.teacher(view_b)
-        return s_a, s_b, t_a, t_b, self.center
+        return DINOOutput(s_a, s_b, t_a, t_b, self.center)
 
     def after_step(self, outputs):
         student = itertools.chain(self.encoder.parameters(), self.head.parameters())
         ema_update_(self.teacher.parameters(), student, self.ema_decay)
-        batch_center = torch.cat(outputs[2:4]).mean(dim=0)
+        batch_center = torch.cat([outputs.t_a, outputs.t_b]).mean(dim=0)
         self.center.mul_(self.center_momentum).add_(batch_center, alpha=1 - self.center_momentum)
 
 
 class DINOEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with DINO.
 
-    Student and EMA teacher each see two VIME-corrupted views; the student's
+    Student and EMA teacher each see two corrupted views; the student's
     distribution over learned prototypes for one view matches the teacher's
     centred, sharpened distribution for the other.
 
@@ -97,6 +153,11 @@ class DINOEncoder(BasePretextEncoder):
         Momentum of the centre subtracted from the teacher's logits.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(2048, 2048, 256)
         Widths of the head's MLP (the last is its bottleneck).
     n_prototypes : int, default=4096
@@ -104,11 +165,18 @@ class DINOEncoder(BasePretextEncoder):
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -188,6 +256,7 @@ class DINOEncoder(BasePretextEncoder):
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
         "center_momentum": [Interval(Real, 0, 1, closed="both")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
         "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     }
@@ -201,6 +270,7 @@ class DINOEncoder(BasePretextEncoder):
         ema_decay=0.9,
         center_momentum=0.9,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(2048, 2048, 256),
         n_prototypes=4096,
         hidden_sizes=None,
@@ -221,6 +291,7 @@ class DINOEncoder(BasePretextEncoder):
         self.ema_decay = ema_decay
         self.center_momentum = center_momentum
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.n_prototypes = n_prototypes
         self.hidden_sizes = hidden_sizes
@@ -241,11 +312,6 @@ class DINOEncoder(BasePretextEncoder):
         head = DINOHead(self.embedding_dim, tuple(self.projection_sizes), self.n_prototypes)
         module = DINOModule(
             encoder, lecun_normal_(head, generator), self.corruption, self.ema_decay,
-            self.center_momentum,
+            self.center_momentum, self.corruption_type,
         )
-        loss = Criterion(
-            dino_loss,
-            student_temperature=self.student_temperature,
-            teacher_temperature=self.teacher_temperature,
-        )
-        return module, loss
+        return module, DINOLoss(self.student_temperature, self.teacher_temperature)

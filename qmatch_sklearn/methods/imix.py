@@ -5,17 +5,19 @@ Learning", ICLR 2021, eq. (4) (the N-pair version).
 """
 
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy.stats import beta
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
 from .._constraints import LAYER_SIZES
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, PretextModule
+from ._base import PretextModule, check_shape
 
 
 def imix_npair_loss(mixed, clean, lam, partner, temperature):
@@ -29,6 +31,46 @@ def imix_npair_loss(mixed, clean, lam, partner, temperature):
     own = F.cross_entropy(logits, torch.arange(len(logits), device=logits.device), reduction="none")
     other = F.cross_entropy(logits, partner, reduction="none")
     return (lam * own + (1 - lam) * other).mean()
+
+
+class IMixOutput(NamedTuple):
+    """What :class:`IMixModule` computes for a batch (i-Mix eq. 4, N-pair).
+
+    ``mixed`` embeds the mixed rows lam_i x_i + (1 - lam_i) x_r(i) and
+    ``clean`` the clean rows, both (batch, dim); ``lam`` holds the mixing
+    coefficients (batch,) and ``partner`` the partner indices r(i) (batch,).
+    """
+
+    mixed: torch.Tensor
+    clean: torch.Tensor
+    lam: torch.Tensor
+    partner: torch.Tensor
+
+
+class IMixNPairLoss(nn.Module):
+    """i-Mix's N-pair loss on mixed virtual labels (i-Mix eq. 4).
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature T of the softmax over cosine similarities.
+
+    Reads the fields of an :class:`IMixOutput`; see :func:`imix_npair_loss`.
+    """
+
+    def __init__(self, temperature):
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, outputs):
+        check_shape("IMixNPairLoss", "mixed", outputs.mixed, (None, None), ("batch", "dim"))
+        batch, dim = outputs.mixed.shape
+        check_shape("IMixNPairLoss", "clean", outputs.clean, (batch, dim), ("batch", "dim"))
+        check_shape("IMixNPairLoss", "lam", outputs.lam, (batch,), ("batch",))
+        check_shape("IMixNPairLoss", "partner", outputs.partner, (batch,), ("batch",))
+        return imix_npair_loss(
+            outputs.mixed, outputs.clean, outputs.lam, outputs.partner, self.temperature
+        )
 
 
 def beta_draws(alpha, n, generator, device):
@@ -50,7 +92,7 @@ class IMixModule(PretextModule):
         partner = torch.randperm(len(x), generator=generator, device=x.device)
         mixed = lam[:, None] * x + (1 - lam[:, None]) * x[partner]
         embed = lambda rows: self.projector(self.encoder(rows))  # noqa: E731
-        return embed(mixed), embed(x), lam, partner
+        return IMixOutput(embed(mixed), embed(x), lam, partner)
 
 
 class IMixEncoder(BasePretextEncoder):
@@ -71,11 +113,18 @@ class IMixEncoder(BasePretextEncoder):
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -194,4 +243,4 @@ class IMixEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         projector = lecun_normal_(MLP(self.embedding_dim, tuple(self.projection_sizes)), generator)
         module = IMixModule(encoder, projector, self.alpha)
-        return module, Criterion(imix_npair_loss, temperature=self.temperature)
+        return module, IMixNPairLoss(self.temperature)

@@ -6,6 +6,7 @@ Induced by a Queue" (the method section and Appendix Algorithm 1).
 
 import itertools
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import torch
 from sklearn.utils._param_validation import Interval
@@ -13,12 +14,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
-from .._corruption import vime_corruption
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
+from .._corruption import corrupt
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
 from .._queue import EmbeddingQueue
-from ._base import Criterion, PretextModule, soft_cross_entropy
+from ._base import PretextModule, check_shape, soft_cross_entropy
 
 
 def distribution_matching_loss(student, teacher, queue, student_temperature, teacher_temperature):
@@ -35,18 +36,66 @@ def distribution_matching_loss(student, teacher, queue, student_temperature, tea
     return soft_cross_entropy(t @ queue.T / teacher_temperature, s @ queue.T / student_temperature)
 
 
+class QMatchOutput(NamedTuple):
+    """What :class:`QMatchModule` computes for a batch, named as in the paper.
+
+    ``student`` is the student's projection s (batch, dim), ``teacher`` the
+    L2-normalised teacher projection t (batch, dim), computed without
+    gradients, and ``queue`` the queue Q of past teacher projections (K, dim).
+    """
+
+    student: torch.Tensor
+    teacher: torch.Tensor
+    queue: torch.Tensor
+
+
+class QMatchLoss(nn.Module):
+    """The Q-Match loss L^QM: cross-entropy from the teacher's to the student's
+    distribution over the queue (the paper's method section, Algorithm 1).
+
+    Parameters
+    ----------
+    student_temperature : float
+        tau_s, the temperature of the student's distribution p_s.
+    teacher_temperature : float
+        tau_t, the (sharper) temperature of the teacher's distribution p_t.
+
+    Reads ``student`` (batch, dim), ``teacher`` (batch, dim) and ``queue``
+    (K, dim) from a :class:`QMatchOutput`; see :func:`distribution_matching_loss`.
+    """
+
+    def __init__(self, student_temperature, teacher_temperature):
+        super().__init__()
+        self.student_temperature = student_temperature
+        self.teacher_temperature = teacher_temperature
+
+    def forward(self, outputs):
+        check_shape("QMatchLoss", "student", outputs.student, (None, None), ("batch", "dim"))
+        batch, dim = outputs.student.shape
+        check_shape("QMatchLoss", "teacher", outputs.teacher, (batch, dim), ("batch", "dim"))
+        check_shape("QMatchLoss", "queue", outputs.queue, (None, dim), ("K", "dim"))
+        return distribution_matching_loss(
+            outputs.student,
+            outputs.teacher,
+            outputs.queue,
+            self.student_temperature,
+            self.teacher_temperature,
+        )
+
+
 class QMatchModule(PretextModule):
     """Student (encoder + projector), EMA teacher and queue of one Q-Match run.
 
-    Per step: the student sees the batch VIME-corrupted with
-    ``student_corruption``, the teacher sees it corrupted with
+    Per step: the student sees the batch corrupted (``corruption_type``, VIME's
+    by default) with ``student_corruption``, the teacher sees it corrupted with
     ``teacher_corruption`` (0 by default: the clean row). After the optimiser
     step the teacher moves towards the student (EMA) and the batch's teacher
     embeddings enter the queue, as in Algorithm 1.
     """
 
     def __init__(
-        self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay
+        self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay,
+        corruption_type="vime",
     ):
         super().__init__(encoder)
         self.projector = projector
@@ -55,19 +104,20 @@ class QMatchModule(PretextModule):
         self.student_corruption = student_corruption
         self.teacher_corruption = teacher_corruption
         self.ema_decay = ema_decay
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        student_view, _ = vime_corruption(x, self.student_corruption, generator)
-        teacher_view, _ = vime_corruption(x, self.teacher_corruption, generator)
+        student_view, _ = corrupt(self.corruption_type, x, self.student_corruption, generator)
+        teacher_view, _ = corrupt(self.corruption_type, x, self.teacher_corruption, generator)
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
             teacher = F.normalize(self.teacher(teacher_view), dim=1)
-        return student, teacher, self.queue.embeddings
+        return QMatchOutput(student, teacher, self.queue.embeddings)
 
     def after_step(self, outputs):
         student_params = itertools.chain(self.encoder.parameters(), self.projector.parameters())
         ema_update_(self.teacher.parameters(), student_params, self.ema_decay)
-        self.queue.push(outputs[1])
+        self.queue.push(outputs.teacher)
 
 
 class QMatchEncoder(BasePretextEncoder):
@@ -90,20 +140,32 @@ class QMatchEncoder(BasePretextEncoder):
     teacher_temperature : float, default=0.04
         The (sharper) temperature tau_t of the teacher's distribution.
     student_corruption : float, default=0.3
-        Probability that the student view replaces an entry (VIME corruption).
+        Probability that the student view corrupts an entry.
     teacher_corruption : float, default=0.0
         The same for the teacher view; the paper recommends zero or small.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -182,6 +244,7 @@ class QMatchEncoder(BasePretextEncoder):
         "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
         "student_corruption": [Interval(Real, 0, 1, closed="both")],
         "teacher_corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
     }
     _paper_search_space = {
@@ -199,6 +262,7 @@ class QMatchEncoder(BasePretextEncoder):
         teacher_temperature=0.04,
         student_corruption=0.3,
         teacher_corruption=0.0,
+        corruption_type="vime",
         ema_decay=0.9,
         hidden_sizes=None,
         architecture="mlp",
@@ -219,6 +283,7 @@ class QMatchEncoder(BasePretextEncoder):
         self.teacher_temperature = teacher_temperature
         self.student_corruption = student_corruption
         self.teacher_corruption = teacher_corruption
+        self.corruption_type = corruption_type
         self.ema_decay = ema_decay
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
@@ -244,10 +309,6 @@ class QMatchEncoder(BasePretextEncoder):
             self.student_corruption,
             self.teacher_corruption,
             self.ema_decay,
+            self.corruption_type,
         )
-        loss = Criterion(
-            distribution_matching_loss,
-            student_temperature=self.student_temperature,
-            teacher_temperature=self.teacher_temperature,
-        )
-        return module, loss
+        return module, QMatchLoss(self.student_temperature, self.teacher_temperature)

@@ -9,11 +9,12 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, TwoViewModule
+from ._base import TwoViewModule, check_shape
 
 
 def nt_xent_loss(z_a, z_b, temperature):
@@ -29,10 +30,32 @@ def nt_xent_loss(z_a, z_b, temperature):
     return F.cross_entropy(logits, positives)
 
 
+class NTXentLoss(nn.Module):
+    """SimCLR's NT-Xent loss (SimCLR eq. 1), averaged over the 2B anchors.
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature tau of the softmax over cosine similarities.
+
+    Reads ``z_a`` and ``z_b`` (batch, dim) from a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`nt_xent_loss`.
+    """
+
+    def __init__(self, temperature):
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, outputs):
+        check_shape("NTXentLoss", "z_a", outputs.z_a, (None, None), ("batch", "dim"))
+        check_shape("NTXentLoss", "z_b", outputs.z_b, tuple(outputs.z_a.shape), ("batch", "dim"))
+        return nt_xent_loss(outputs.z_a, outputs.z_b, self.temperature)
+
+
 class SimCLREncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimCLR's contrastive loss.
 
-    Two VIME-corrupted views of each row pass through the encoder and a
+    Two corrupted views of each row pass through the encoder and a
     projection MLP; NT-Xent pulls the two views together and pushes the other
     rows of the batch away. The paper's "large batch" variant is
     ``batch_size=4096``.
@@ -43,16 +66,28 @@ class SimCLREncoder(BasePretextEncoder):
         Temperature of the NT-Xent softmax.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -128,6 +163,7 @@ class SimCLREncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
@@ -137,6 +173,7 @@ class SimCLREncoder(BasePretextEncoder):
         *,
         temperature=0.1,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(512, 128),
         hidden_sizes=None,
         architecture="mlp",
@@ -153,6 +190,7 @@ class SimCLREncoder(BasePretextEncoder):
     ):
         self.temperature = temperature
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
@@ -170,5 +208,5 @@ class SimCLREncoder(BasePretextEncoder):
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
         head = lecun_normal_(MLP(self.embedding_dim, tuple(self.projection_sizes)), generator)
-        module = TwoViewModule(encoder, head, self.corruption)
-        return module, Criterion(nt_xent_loss, temperature=self.temperature)
+        module = TwoViewModule(encoder, head, self.corruption, self.corruption_type)
+        return module, NTXentLoss(self.temperature)

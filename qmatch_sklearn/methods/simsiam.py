@@ -5,15 +5,17 @@ eqs. (1)-(4) (symmetrised negative cosine similarity).
 """
 
 from numbers import Integral, Real
+from typing import NamedTuple
 
+import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
-from ._base import Criterion, TwoViewModule
+from ._base import TwoViewModule, check_shape
 
 
 def simsiam_loss(p_a, p_b, z_a, z_b):
@@ -21,6 +23,32 @@ def simsiam_loss(p_a, p_b, z_a, z_b):
     agreement_a = F.cosine_similarity(p_a, z_b.detach()).mean()
     agreement_b = F.cosine_similarity(p_b, z_a.detach()).mean()
     return -(agreement_a + agreement_b) / 2
+
+
+class SimSiamOutput(NamedTuple):
+    """What :class:`SimSiamModule` computes for a batch (SimSiam Algorithm 1):
+    the predictions ``p_a``, ``p_b`` and the projections ``z_a``, ``z_b`` of
+    the two views, each of shape (batch, dim)."""
+
+    p_a: torch.Tensor
+    p_b: torch.Tensor
+    z_a: torch.Tensor
+    z_b: torch.Tensor
+
+
+class SimSiamLoss(nn.Module):
+    """SimSiam's symmetrised negative cosine similarity with a stop-gradient on
+    the projections (SimSiam eqs. 1-4); see :func:`simsiam_loss`.
+
+    It has no hyper-parameters. Reads the fields of a :class:`SimSiamOutput`.
+    """
+
+    def forward(self, outputs):
+        check_shape("SimSiamLoss", "p_a", outputs.p_a, (None, None), ("batch", "dim"))
+        shape = tuple(outputs.p_a.shape)
+        for name in ("p_b", "z_a", "z_b"):
+            check_shape("SimSiamLoss", name, getattr(outputs, name), shape, ("batch", "dim"))
+        return simsiam_loss(outputs.p_a, outputs.p_b, outputs.z_a, outputs.z_b)
 
 
 def simsiam_projector(n_in, sizes):
@@ -36,19 +64,19 @@ def simsiam_projector(n_in, sizes):
 class SimSiamModule(TwoViewModule):
     """Encoder, projector (the two-view head) and predictor."""
 
-    def __init__(self, encoder, projector, predictor, corruption):
-        super().__init__(encoder, projector, corruption)
+    def __init__(self, encoder, projector, predictor, corruption, corruption_type="vime"):
+        super().__init__(encoder, projector, corruption, corruption_type)
         self.predictor = predictor
 
     def forward(self, x, generator):
         z_a, z_b = super().forward(x, generator)
-        return self.predictor(z_a), self.predictor(z_b), z_a, z_b
+        return SimSiamOutput(self.predictor(z_a), self.predictor(z_b), z_a, z_b)
 
 
 class SimSiamEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimSiam.
 
-    Two VIME-corrupted views pass through the encoder and a projector; a
+    Two corrupted views pass through the encoder and a projector; a
     predictor maps each projection to the other view's, which is held fixed
     (stop-gradient). No negatives and no momentum encoder.
 
@@ -56,6 +84,11 @@ class SimSiamEncoder(BasePretextEncoder):
     ----------
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     projection_sizes : tuple of int, default=(2048, 2048, 2048)
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
@@ -63,11 +96,18 @@ class SimSiamEncoder(BasePretextEncoder):
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -143,6 +183,7 @@ class SimSiamEncoder(BasePretextEncoder):
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
         "projection_sizes": [LAYER_SIZES],
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }
@@ -152,6 +193,7 @@ class SimSiamEncoder(BasePretextEncoder):
         self,
         *,
         corruption=0.3,
+        corruption_type="vime",
         projection_sizes=(2048, 2048, 2048),
         predictor_width=512,
         hidden_sizes=None,
@@ -168,6 +210,7 @@ class SimSiamEncoder(BasePretextEncoder):
         verbose=0,
     ):
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.projection_sizes = projection_sizes
         self.predictor_width = predictor_width
         self.hidden_sizes = hidden_sizes
@@ -188,5 +231,7 @@ class SimSiamEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         projector = lecun_normal_(simsiam_projector(self.embedding_dim, sizes), generator)
         predictor = lecun_normal_(MLP(sizes[-1], (int(self.predictor_width), sizes[-1])), generator)
-        module = SimSiamModule(encoder, projector, predictor, self.corruption)
-        return module, Criterion(simsiam_loss)
+        module = SimSiamModule(
+            encoder, projector, predictor, self.corruption, self.corruption_type
+        )
+        return module, SimSiamLoss()

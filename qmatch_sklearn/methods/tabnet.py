@@ -5,13 +5,17 @@ section "Self-supervised learning" (the normalised reconstruction loss).
 """
 
 from numbers import Real
+from typing import NamedTuple
 
-from sklearn.utils._param_validation import Interval, StrOptions
+import torch
+from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
-from .._corruption import CORRUPTIONS
+from .._constraints import CORRUPTION_TYPES
+from .._corruption import corrupt
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, PretextModule
+from ._base import PretextModule, check_shape
 from .vime import HEAD_WIDTH
 
 
@@ -29,6 +33,32 @@ def tabnet_loss(reconstruction, x, mask):
     return squared.sum() / (mask.sum() + 1e-3)
 
 
+class TabNetOutput(NamedTuple):
+    """What :class:`TabNetModule` computes for a batch: the decoder's
+    ``reconstruction``, the clean batch ``x`` and the binary ``mask`` S of the
+    masked entries, each of shape (batch, n_features)."""
+
+    reconstruction: torch.Tensor
+    x: torch.Tensor
+    mask: torch.Tensor
+
+
+class TabNetLoss(nn.Module):
+    """TabNet's normalised reconstruction loss over the masked entries (TabNet
+    section "Self-supervised learning"); see :func:`tabnet_loss`.
+
+    It has no hyper-parameters. Reads the fields of a :class:`TabNetOutput`.
+    """
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_features")
+        check_shape("TabNetLoss", "x", outputs.x, (None, None), symbols)
+        shape = tuple(outputs.x.shape)
+        for name in ("reconstruction", "mask"):
+            check_shape("TabNetLoss", name, getattr(outputs, name), shape, symbols)
+        return tabnet_loss(outputs.reconstruction, outputs.x, outputs.mask)
+
+
 class TabNetModule(PretextModule):
     """Encoder plus a decoder that reconstructs the row from z."""
 
@@ -39,8 +69,8 @@ class TabNetModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        corrupted, mask = CORRUPTIONS[self.corruption_type](x, self.corruption, generator)
-        return self.decoder(self.encoder(corrupted)), x, mask
+        corrupted, mask = corrupt(self.corruption_type, x, self.corruption, generator)
+        return TabNetOutput(self.decoder(self.encoder(corrupted)), x, mask)
 
 
 class TabNetEncoder(BasePretextEncoder):
@@ -54,17 +84,25 @@ class TabNetEncoder(BasePretextEncoder):
     corruption : float, default=0.5
         Probability that an entry is masked.
     corruption_type : {"vime", "zero"}, default="vime"
-        How masked entries are filled: "vime" takes the value of the same
-        column in another row of the batch (what the Q-Match paper ran),
-        "zero" sets them to 0 (TabNet's own masking).
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -139,7 +177,7 @@ class TabNetEncoder(BasePretextEncoder):
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [StrOptions(set(CORRUPTIONS))],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -180,4 +218,4 @@ class TabNetEncoder(BasePretextEncoder):
         encoder = self._build_encoder(n_features, generator)
         decoder = lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
         module = TabNetModule(encoder, decoder, self.corruption, self.corruption_type)
-        return module, Criterion(tabnet_loss)
+        return module, TabNetLoss()

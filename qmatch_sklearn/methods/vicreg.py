@@ -9,9 +9,11 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
-from ._base import Criterion, TwoViewModule
+from .._constraints import CORRUPTION_TYPES
+from ._base import TwoViewModule, check_shape
 
 
 def variance_term(z, eps=1e-4):
@@ -36,10 +38,45 @@ def vicreg_loss(z_a, z_b, invariance_weight, variance_weight, covariance_weight)
     )
 
 
+class VICRegLoss(nn.Module):
+    """VICReg's loss lambda s(Z, Z') + mu [v(Z) + v(Z')] + nu [c(Z) + c(Z')]
+    (VICReg eq. 6, with the terms of eqs. 1-5).
+
+    Parameters
+    ----------
+    invariance_weight : float
+        lambda, the weight of the invariance (mean squared error) term.
+    variance_weight : float
+        mu, the weight of the variance hinge terms.
+    covariance_weight : float
+        nu, the weight of the covariance terms.
+
+    Reads ``z_a`` and ``z_b`` (batch, dim) from a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`vicreg_loss`.
+    """
+
+    def __init__(self, invariance_weight, variance_weight, covariance_weight):
+        super().__init__()
+        self.invariance_weight = invariance_weight
+        self.variance_weight = variance_weight
+        self.covariance_weight = covariance_weight
+
+    def forward(self, outputs):
+        check_shape("VICRegLoss", "z_a", outputs.z_a, (None, None), ("batch", "dim"))
+        check_shape("VICRegLoss", "z_b", outputs.z_b, tuple(outputs.z_a.shape), ("batch", "dim"))
+        return vicreg_loss(
+            outputs.z_a,
+            outputs.z_b,
+            self.invariance_weight,
+            self.variance_weight,
+            self.covariance_weight,
+        )
+
+
 class VICRegEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with VICReg.
 
-    Two VIME-corrupted views of each row are encoded; the loss makes the two
+    Two corrupted views of each row are encoded; the loss makes the two
     embeddings agree (invariance) while keeping every dimension's spread
     above 1 (variance) and the dimensions decorrelated (covariance). As in the
     reference implementation the loss reads the encoder output z directly
@@ -55,14 +92,26 @@ class VICRegEncoder(BasePretextEncoder):
         The weight nu of the covariance term.
     corruption : float, default=0.3
         Probability that an entry of either view is replaced.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -140,6 +189,7 @@ class VICRegEncoder(BasePretextEncoder):
         "variance_weight": [Interval(Real, 0, None, closed="left")],
         "covariance_weight": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -150,6 +200,7 @@ class VICRegEncoder(BasePretextEncoder):
         variance_weight=25.0,
         covariance_weight=1.0,
         corruption=0.3,
+        corruption_type="vime",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -167,6 +218,7 @@ class VICRegEncoder(BasePretextEncoder):
         self.variance_weight = variance_weight
         self.covariance_weight = covariance_weight
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
@@ -182,11 +234,6 @@ class VICRegEncoder(BasePretextEncoder):
 
     def _build_pretext(self, n_features, generator):
         encoder = self._build_encoder(n_features, generator)
-        module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption)
-        loss = Criterion(
-            vicreg_loss,
-            invariance_weight=self.invariance_weight,
-            variance_weight=self.variance_weight,
-            covariance_weight=self.covariance_weight,
-        )
+        module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption, self.corruption_type)
+        loss = VICRegLoss(self.invariance_weight, self.variance_weight, self.covariance_weight)
         return module, loss

@@ -5,14 +5,18 @@ Learning to Tabular Domain", NeurIPS 2020, eq. (4) (the self-supervised loss).
 """
 
 from numbers import Real
+from typing import NamedTuple
 
+import torch
 import torch.nn.functional as F
+from torch import nn
 from sklearn.utils._param_validation import Interval
 
 from .._base import BasePretextEncoder
-from .._corruption import vime_corruption
+from .._constraints import CORRUPTION_TYPES
+from .._corruption import corrupt
 from .._networks import MLP, lecun_normal_
-from ._base import Criterion, PretextModule
+from ._base import PretextModule, check_shape
 
 #: Hidden width of the reconstruction and mask heads (the reference's MLP([512, D])).
 HEAD_WIDTH = 512
@@ -30,25 +34,68 @@ def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     return mask_loss / len(x) + alpha * F.mse_loss(reconstruction, x)
 
 
+class VIMEOutput(NamedTuple):
+    """What :class:`VIMEModule` computes for a batch (VIME section 4.1).
+
+    ``reconstruction`` is the decoder's x_hat and ``mask_logits`` the mask
+    estimator's logits of m_hat, both read from z = f(x_tilde); ``x`` is the
+    clean batch and ``mask`` the corruption mask m (bool). All four have
+    shape (batch, n_features).
+    """
+
+    reconstruction: torch.Tensor
+    mask_logits: torch.Tensor
+    x: torch.Tensor
+    mask: torch.Tensor
+
+
+class VIMELoss(nn.Module):
+    """VIME's self-supervised loss l_m + alpha l_r (VIME eq. 4): mask estimation
+    plus feature reconstruction.
+
+    Parameters
+    ----------
+    alpha : float
+        Weight of the reconstruction loss l_r against the mask loss l_m.
+
+    Reads the fields of a :class:`VIMEOutput`; see :func:`vime_loss`.
+    """
+
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, outputs):
+        symbols = ("batch", "n_features")
+        check_shape("VIMELoss", "x", outputs.x, (None, None), symbols)
+        shape = tuple(outputs.x.shape)
+        for name in ("reconstruction", "mask_logits", "mask"):
+            check_shape("VIMELoss", name, getattr(outputs, name), shape, symbols)
+        return vime_loss(
+            outputs.reconstruction, outputs.mask_logits, outputs.x, outputs.mask, self.alpha
+        )
+
+
 class VIMEModule(PretextModule):
     """Encoder plus a decoder (reconstruction) and a mask estimator, both reading z."""
 
-    def __init__(self, encoder, decoder, mask_estimator, corruption):
+    def __init__(self, encoder, decoder, mask_estimator, corruption, corruption_type="vime"):
         super().__init__(encoder)
         self.decoder = decoder
         self.mask_estimator = mask_estimator
         self.corruption = corruption
+        self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        corrupted, mask = vime_corruption(x, self.corruption, generator)
+        corrupted, mask = corrupt(self.corruption_type, x, self.corruption, generator)
         z = self.encoder(corrupted)
-        return self.decoder(z), self.mask_estimator(z), x, mask
+        return VIMEOutput(self.decoder(z), self.mask_estimator(z), x, mask)
 
 
 class VIMEEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with VIME's pretext tasks.
 
-    The encoder sees a VIME-corrupted row; one head reconstructs the clean row,
+    The encoder sees a corrupted row; one head reconstructs the clean row,
     another predicts which entries were corrupted.
 
     Parameters
@@ -56,15 +103,27 @@ class VIMEEncoder(BasePretextEncoder):
     alpha : float, default=1.0
         Weight of the reconstruction loss against the mask loss.
     corruption : float, default=0.3
-        Probability that an entry is replaced (VIME corruption).
+        Probability that an entry is corrupted.
+    corruption_type : {"vime", "zero"}, default="vime"
+        How a corrupted entry is filled: "vime" takes the value of the same
+        column in another row of the batch (VIME's corruption, which the
+        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
+        masking).
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``.
-    architecture : {"mlp", "imix"}, default="mlp"
-        ``"imix"``: the last hidden layer is followed by a 4-way maxout, as in
-        the paper's i-Mix network (63M parameters at the default widths: a GPU
-        network).
+        for ``"imix"``; it must stay None for a network of your own.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        The encoder network. ``"mlp"``: fully connected layers with batch
+        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
+        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
+        the default widths: a GPU network). A network of your own is a
+        callable ``architecture(n_features, embedding_dim)`` returning a
+        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
+        embedding_dim), called at each fit with torch's RNG seeded from
+        ``random_state``, or such a module, deep-copied at each fit. Such an
+        estimator pickles (when the callable or module does) but
+        ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     lr : float, default=1e-3
@@ -140,6 +199,7 @@ class VIMEEncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
+        "corruption_type": [CORRUPTION_TYPES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -148,6 +208,7 @@ class VIMEEncoder(BasePretextEncoder):
         *,
         alpha=1.0,
         corruption=0.3,
+        corruption_type="vime",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -163,6 +224,7 @@ class VIMEEncoder(BasePretextEncoder):
     ):
         self.alpha = alpha
         self.corruption = corruption
+        self.corruption_type = corruption_type
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
@@ -181,5 +243,5 @@ class VIMEEncoder(BasePretextEncoder):
             return lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
 
         encoder = self._build_encoder(n_features, generator)
-        module = VIMEModule(encoder, head(), head(), self.corruption)
-        return module, Criterion(vime_loss, alpha=self.alpha)
+        module = VIMEModule(encoder, head(), head(), self.corruption, self.corruption_type)
+        return module, VIMELoss(self.alpha)
