@@ -1,0 +1,316 @@
+"""Few-label benchmark on real tables: our defaults against the user's usual tools (issue #16).
+
+For each (table, seed) every contender sees exactly the same rows (the split rules are
+in ``_fewlabel_tables.py``): a few labeled train rows (1% of train, at least 5 per
+class; the paper's labeled rows for its four 1% configurations), every other train
+row unlabeled, and held-out test rows. Contenders, each at its defaults:
+
+- ``logreg``: ``LogisticRegressionCV`` on the preprocessed labeled rows; ``C`` among its
+  10 default values (1e-4 .. 1e4) by stratified k-fold on the labeled rows,
+  k = min(5, rows of the smallest class), scored by log-loss (accuracy on a handful of
+  rows ties too often); ``LogisticRegression(C=1)`` when a class has a single labeled
+  row. ``max_iter=1000``.
+- ``hgb``: ``HistGradientBoostingClassifier`` on the raw labeled rows (native NaN,
+  ``categorical_features="from_dtype"``), ``min_samples_leaf = max(1, n_labeled // 20)``
+  (its default, 20, would forbid any split on 15 rows), no early stopping.
+- ``tabnet``: pytorch-tabnet's ``TabNetPretrainer`` on all preprocessed train rows
+  (early stopping at its default patience, 10, on a seeded 10% of them), then
+  ``TabNetClassifier(from_unsupervised=...)`` on the labeled rows (its default 100
+  epochs; no validation rows to spare). Pretraining gets at most
+  ``tabnet_pretrain_epochs(n)`` epochs = min(100, max(10, 2,000,000 // n)): its default
+  100 up to 20,000 train rows, fewer above so one CPU core can afford it. Batch sizes
+  are its defaults, shrunk to the set's size where smaller (it drops partial batches).
+- ``qmatch_lr``: ``QMatchEncoder(random_state=seed)`` fitted on all preprocessed train
+  rows, then the ``logreg`` recipe on the embeddings of the labeled rows.
+- ``qmatch_clf``: ``QMatchClassifier(random_state=seed)`` on all preprocessed train rows,
+  ``y = -1`` on the unlabeled ones (it pretrains its own encoder, then fine-tunes).
+
+Preprocessing for every contender but ``hgb`` (``make_preprocessor``): numeric columns
+median-imputed and standardised, categorical ones most-frequent-imputed and one-hot
+encoded (``handle_unknown="ignore"``), fitted on all train rows, labeled and unlabeled
+(legitimate in semi-supervised learning). The library refuses NaN, hence the imputer.
+
+Each result is appended to ``benchmarks/results/fewlabel.csv`` as soon as it is measured,
+with the library commit and a free-form ``--config`` label: a later session that changes
+the library's defaults re-runs the suite under a new label and the report compares the
+two. (table, seed, contender, config) already in the CSV are skipped, so an interrupted
+run resumes. ``fit_seconds`` is the contender's fit on one thread (pretraining
+included; preprocessing and scoring excluded). ``python -m benchmarks.fewlabel_report``
+writes ``fewlabel.md`` and ``fewlabel.png`` from the CSV.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python -m benchmarks.fewlabel \\
+        --data-home ../shared/data
+    python -m benchmarks.fewlabel --tables wine penguins --contenders logreg qmatch_clf \\
+        --seeds 0 1 --config defaults --max-minutes 30
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.metrics import accuracy_score, balanced_accuracy_score
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from threadpoolctl import threadpool_limits
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+
+from ._fewlabel_tables import TABLES, split_table
+from .fewshot import append_rows, read_done
+
+RESULTS = Path(__file__).parent / "results" / "fewlabel.csv"
+FIELDS = [
+    "table", "seed", "contender", "config", "commit", "accuracy", "balanced_accuracy",
+    "n_labeled", "n_unlabeled", "n_test", "n_classes", "fit_seconds", "encoder_best_epoch",
+    "encoder_n_epochs", "head_best_epoch", "head_n_epochs", "details", "machine", "finished",
+]
+KEY = ("table", "seed", "contender", "config")
+RAW = ("logreg", "hgb")  # the user's usual tools: "best raw contender" is the better one
+OURS = ("qmatch_lr", "qmatch_clf")
+CONTENDERS = (*RAW, "tabnet", *OURS)
+#: ``--smoke``: tiny networks and 2-3 epochs, to test the harness end to end in seconds.
+SMOKE_ENCODER = {"hidden_sizes": (16,), "embedding_dim": 8, "projection_sizes": (16, 8),
+                 "queue_size": 64, "batch_size": 64, "max_epochs": 2}
+SMOKE_HEAD = {"max_epochs": 3}
+SMOKE_TABNET_EPOCHS = 2
+
+
+def make_preprocessor():
+    """Numbers for the contenders that need them; NaN imputed, categories one-hot."""
+    categorical = make_column_selector(dtype_include=["category", "object", "string"])
+    numeric = make_column_selector(dtype_exclude=["category", "object", "string"])
+    return ColumnTransformer([
+        ("numeric", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
+        ("categorical", make_pipeline(
+            SimpleImputer(strategy="most_frequent"),
+            OneHotEncoder(handle_unknown="ignore", sparse_output=False)), categorical),
+    ])
+
+
+def _as_object(X):
+    """Categorical columns as object with NaN: SimpleImputer does not take the category dtype."""
+    X = X.copy()
+    for column in X.columns:
+        if isinstance(X[column].dtype, pd.CategoricalDtype):
+            X[column] = X[column].astype(object).where(X[column].notna(), np.nan)
+    return X
+
+
+def prepare(table, seed, data_home):
+    """The split of (table, seed) and its preprocessed float32 rows."""
+    data = split_table(TABLES[table], seed, data_home)
+    preprocessor = make_preprocessor().fit(_as_object(data.X_train))
+    data.Xp_train = preprocessor.transform(_as_object(data.X_train)).astype(np.float32)
+    data.Xp_test = preprocessor.transform(_as_object(data.X_test)).astype(np.float32)
+    return data
+
+
+def logistic(y, seed):
+    """The ``logreg`` recipe: C by stratified CV on the labeled rows where every class allows
+    two folds, C=1 otherwise."""
+    smallest = np.unique(y, return_counts=True)[1].min()
+    if smallest < 2:
+        return LogisticRegression(C=1.0, max_iter=1000), {"C": 1.0, "cv_folds": 0}
+    folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+    model = LogisticRegressionCV(cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
+                                 use_legacy_attributes=False, max_iter=1000)
+    return model, {"cv_folds": int(folds.n_splits)}
+
+
+def fit_logistic(X, y, seed):
+    model, details = logistic(y, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings at the extreme Cs
+        model.fit(X, y)
+    if hasattr(model, "C_"):
+        details["C"] = float(model.C_)
+    return model, details
+
+
+def tabnet_pretrain_epochs(n_rows):
+    """TabNet's default 100 pretraining epochs up to 20,000 rows; ~2M row-passes above."""
+    return min(100, max(10, 2_000_000 // n_rows))
+
+
+def _tabnet_batches(*sets):
+    """TabNet's default batch sizes, shrunk to the smallest set (it drops partial batches)."""
+    batch_size = min(1024, *(len(rows) for rows in sets))
+    return {"batch_size": batch_size, "virtual_batch_size": min(128, batch_size)}
+
+
+def run_logreg(data, seed, smoke):
+    model, details = fit_logistic(data.Xp_train[data.labeled], data.y_train[data.labeled], seed)
+    return model.predict(data.Xp_test), details
+
+
+def run_hgb(data, seed, smoke):
+    n_labeled = int(data.labeled.sum())
+    model = HistGradientBoostingClassifier(
+        categorical_features="from_dtype", min_samples_leaf=max(1, n_labeled // 20),
+        early_stopping=False, random_state=seed)
+    model.fit(data.X_train[data.labeled], data.y_train[data.labeled])
+    return model.predict(data.X_test), {"min_samples_leaf": model.min_samples_leaf}
+
+
+def run_tabnet(data, seed, smoke):
+    from pytorch_tabnet.pretraining import TabNetPretrainer
+    from pytorch_tabnet.tab_model import TabNetClassifier
+
+    X = data.Xp_train
+    holdout = np.random.RandomState(seed).permutation(len(X))
+    n_val = max(1, len(X) // 10)
+    X_fit, X_val = X[holdout[n_val:]], X[holdout[:n_val]]
+    epochs = SMOKE_TABNET_EPOCHS if smoke else tabnet_pretrain_epochs(len(X))
+    X_labeled, y_labeled = X[data.labeled], data.y_train[data.labeled]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "no early stopping", device notes
+        pretrainer = TabNetPretrainer(seed=seed, device_name="cpu", verbose=0)
+        pretrainer.fit(X_fit, eval_set=[X_val], max_epochs=epochs,
+                       **_tabnet_batches(X_fit, X_val))
+        classifier = TabNetClassifier(seed=seed, device_name="cpu", verbose=0)
+        classifier.fit(X_labeled, y_labeled, from_unsupervised=pretrainer,
+                       **({"max_epochs": SMOKE_TABNET_EPOCHS} if smoke else {}),
+                       **_tabnet_batches(X_labeled))
+    epochs_run = {
+        "encoder_n_epochs": len(pretrainer.history["loss"]),
+        "encoder_best_epoch": getattr(pretrainer, "best_epoch", -1) + 1 or "",
+        "head_n_epochs": len(classifier.history["loss"]),
+    }
+    return classifier.predict(data.Xp_test), {"pretrain_max_epochs": epochs, **epochs_run}
+
+
+def make_encoder(seed, smoke):
+    encoder = QMatchEncoder(random_state=seed)
+    return encoder.set_params(**SMOKE_ENCODER) if smoke else encoder
+
+
+def run_qmatch_lr(data, seed, smoke):
+    encoder = make_encoder(seed, smoke).fit(data.Xp_train)
+    model, details = fit_logistic(encoder.transform(data.Xp_train[data.labeled]),
+                                  data.y_train[data.labeled], seed)
+    details.update(encoder_best_epoch=encoder.best_epoch_, encoder_n_epochs=encoder.n_epochs_)
+    return model.predict(encoder.transform(data.Xp_test)), details
+
+
+def run_qmatch_clf(data, seed, smoke):
+    classifier = QMatchClassifier(random_state=seed)
+    if smoke:
+        classifier.set_params(encoder=make_encoder(seed, smoke), **SMOKE_HEAD)
+    classifier.fit(data.Xp_train, np.where(data.labeled, data.y_train, -1))
+    encoder = classifier.encoder_
+    details = {"encoder_best_epoch": encoder.best_epoch_, "encoder_n_epochs": encoder.n_epochs_,
+               "head_best_epoch": classifier.best_epoch_, "head_n_epochs": classifier.n_epochs_}
+    return classifier.predict(data.Xp_test), details
+
+
+RUNNERS = {"logreg": run_logreg, "hgb": run_hgb, "tabnet": run_tabnet,
+           "qmatch_lr": run_qmatch_lr, "qmatch_clf": run_qmatch_clf}
+_EPOCH_FIELDS = ("encoder_best_epoch", "encoder_n_epochs", "head_best_epoch", "head_n_epochs")
+
+
+def evaluate(contender, data, seed, smoke):
+    """Fit ``contender`` on the (table, seed) rows; its CSV measurements."""
+    start = time.perf_counter()
+    predicted, details = RUNNERS[contender](data, seed, smoke)
+    seconds = time.perf_counter() - start
+    epochs = {name: details.pop(name, "") for name in _EPOCH_FIELDS}
+    return {
+        "accuracy": round(100 * accuracy_score(data.y_test, predicted), 4),
+        "balanced_accuracy": round(100 * balanced_accuracy_score(data.y_test, predicted), 4),
+        "n_labeled": int(data.labeled.sum()), "n_unlabeled": int((~data.labeled).sum()),
+        "n_test": len(data.y_test), "n_classes": len(data.classes),
+        "fit_seconds": round(seconds, 2), **epochs,
+        "details": json.dumps(details, sort_keys=True),
+    }
+
+
+def library_commit():
+    """The short commit of the checkout, ``+dirty`` when ``qmatch_sklearn/`` has changes."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "qmatch_sklearn") else "")
+
+
+def machine_description():
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        model = names[0] if names else model
+    return f"{model}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s)"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    parser.add_argument("--config", default=None,
+                        help='label of the library configuration ("defaults"; "smoke" '
+                             "with --smoke)")
+    parser.add_argument("--data-home", default=None,
+                        help="folder of the paper datasets' raw files")
+    parser.add_argument("--max-minutes", type=float, default=None,
+                        help="start no new cell after this many minutes")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS/OpenMP threads")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny networks, 2-3 epochs: tests the harness, not the methods")
+    args = parser.parse_args(argv)
+    if args.config is None:
+        args.config = "smoke" if args.smoke else "defaults"
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    start = time.monotonic()
+    commit, machine = library_commit(), machine_description()
+    done = read_done(args.out, FIELDS, KEY)
+    order = [t for t in TABLES if t in args.tables]  # the registry's order: cheap tables first
+    with threadpool_limits(args.threads):
+        for table in order:
+            for seed in args.seeds:
+                todo = [c for c in args.contenders
+                        if (table, str(seed), c, args.config) not in done]
+                if not todo:
+                    continue
+                data = None
+                for contender in todo:
+                    if args.max_minutes is not None and (
+                            time.monotonic() - start > 60 * args.max_minutes):
+                        print(f"stopping: --max-minutes {args.max_minutes} reached", flush=True)
+                        return
+                    data = data if data is not None else prepare(table, seed, args.data_home)
+                    row = {"table": table, "seed": seed, "contender": contender,
+                           "config": args.config, "commit": commit,
+                           **evaluate(contender, data, seed, args.smoke), "machine": machine,
+                           "finished": datetime.now(UTC).isoformat(timespec="seconds")}
+                    append_rows(args.out, [row], FIELDS)
+                    print(f"{table} seed {seed} {contender}: {row['accuracy']:.2f}% "
+                          f"(balanced {row['balanced_accuracy']:.2f}%, {row['fit_seconds']} s, "
+                          f"{row['n_labeled']} labeled)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""End-to-end smoke test of the few-label benchmark and its report on one tiny table."""
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import load_wine
+from sklearn.utils import Bunch
+
+from benchmarks import _fewlabel_tables, fewlabel, fewlabel_report
+
+
+def tiny_mixed(data_home=None):
+    """Wine with what real tables have: NaN in a numeric column and a categorical column
+    with NaN."""
+    data = load_wine(as_frame=True)
+    X = data.data.iloc[:, :4].copy()
+    rng = np.random.RandomState(0)
+    X.iloc[rng.choice(len(X), 20, replace=False), 0] = np.nan
+    colour = pd.Series(np.where(X.iloc[:, 1] > X.iloc[:, 1].median(), "dark", "light"))
+    X["colour"] = colour.where(rng.rand(len(X)) > 0.1).astype("category")
+    return Bunch(X=X, y=np.asarray(data.target))
+
+
+def read_rows(path):
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_fewlabel_runs_resumes_and_reports(monkeypatch, tmp_path):
+    table = _fewlabel_tables.Table("tiny_mixed", tiny_mixed, "random", "test")
+    monkeypatch.setitem(_fewlabel_tables.TABLES, "tiny_mixed", table)
+    _fewlabel_tables.load_table.cache_clear()
+    out = tmp_path / "fewlabel.csv"
+    argv = ["--tables", "tiny_mixed", "--seeds", "0", "--smoke", "--out", str(out)]
+    fewlabel.main(argv)
+    rows = read_rows(out)
+    assert list(rows[0]) == fewlabel.FIELDS
+    assert [r["contender"] for r in rows] == list(fewlabel.CONTENDERS)
+    for row in rows:
+        assert row["config"] == "smoke" and row["commit"]
+        assert 0 <= float(row["accuracy"]) <= 100
+        # 70% of 178 rows train; 1% labeled but at least 5 of each of the 3 classes
+        assert (row["n_labeled"], row["n_unlabeled"], row["n_test"]) == ("15", "109", "54")
+        json.loads(row["details"])
+    by_name = {r["contender"]: r for r in rows}
+    assert by_name["qmatch_clf"]["encoder_n_epochs"] == "2"  # --smoke's tiny encoder
+    assert by_name["hgb"]["details"] == '{"min_samples_leaf": 1}'
+
+    fewlabel.main(argv)  # every cell recorded: nothing runs again
+    assert read_rows(out) == rows
+
+    fewlabel_report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
+    report = (tmp_path / "fewlabel.md").read_text()
+    assert "## Config `smoke`" in report
+    assert "| tiny_mixed | test | 178 | 5 | 3 |" in report  # colour: categorical, with NaN
+    assert "**mean of 1 tables**" in report
+    assert (tmp_path / "fewlabel.png").exists()
+    _fewlabel_tables.load_table.cache_clear()
+
+
+def test_labeled_rows_are_stratified_with_a_floor():
+    y = np.repeat([0, 1, 2], [900, 90, 10])
+    rows = _fewlabel_tables.labeled_rows(y, seed=0)
+    assert np.bincount(y[rows]).tolist() == [9, 5, 5]  # 1% of 1,000, at least 5 per class
+    assert len(np.unique(rows)) == len(rows)
