@@ -7,15 +7,20 @@ supervised baseline). Both share the supervised stage in ``BaseHeadClassifier``.
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
+from skorch.history import History
 
 from ._base import (
     BasePretextEncoder,
@@ -32,6 +37,7 @@ from ._constraints import Satisfies
 from ._device import resolve_device
 from ._engine import (
     FineTuneNet,
+    TrainingResult,
     all_rows,
     batched_forward,
     keep_trained,
@@ -43,6 +49,42 @@ from ._persistence import PersistenceMixin
 from .methods import QMatchEncoder
 
 UNLABELED = -1
+#: The heads a classifier can train: a linear layer on the frozen encoder
+#: (AdamW, the paper's linear evaluation), the same fitted as a logistic
+#: regression whose C is chosen by cross-validation on the labeled rows, and
+#: encoder plus linear layer fine-tuned together.
+LINEAR, LOGISTIC, FINE_TUNED = "linear", "logistic", "fine-tuned"
+
+
+def fit_logistic_head_(head, embeddings, targets, seed):
+    """Set ``head`` to a logistic regression on ``embeddings``; a :class:`TrainingResult`.
+
+    The regularisation C is chosen among scikit-learn's ten defaults by
+    stratified cross-validation (log-loss) on the labeled rows, with as many
+    folds (at most 5) as the smallest class allows; C=1 when a class has one
+    row. For two classes the regression's one score becomes the second
+    logit and the first is 0, so the softmax equals its sigmoid.
+    """
+    smallest = np.bincount(targets).min()
+    if smallest < 2:
+        model = LogisticRegression(C=1.0, max_iter=1000)
+    else:
+        folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+        model = LogisticRegressionCV(
+            cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,), use_legacy_attributes=False,
+            max_iter=1000,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # at the extreme Cs
+        model.fit(embeddings, targets)
+    coef, intercept = model.coef_, model.intercept_
+    if coef.shape[0] == 1:
+        coef = np.vstack([np.zeros_like(coef), coef])
+        intercept = np.r_[0.0, intercept]
+    with torch.no_grad():
+        head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
+        head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
+    return TrainingResult(History(), 0, 0, None)
 
 
 def _is_library_encoder(value):
@@ -166,7 +208,8 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         X_labeled = X if len(labeled) == X.shape[0] else X[labeled]
         has_validation = valid is not None or X_val is not None
         candidates = []
-        for frozen in self._head_choices(has_validation):
+        for head_kind in self._head_choices(has_validation):
+            frozen = head_kind != FINE_TUNED
             network = self._starting_network(encoder_network, frozen, device)
             with isolated_global_rng():
                 head = lecun_normal_(
@@ -185,6 +228,10 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
 
                 network.requires_grad_(True)
                 module = torch.nn.Sequential(network, head)
+            if head_kind == LOGISTIC:
+                result = fit_logistic_head_(head, features(X_labeled), targets, split_seed)
+                candidates.append((result, frozen, torch.nn.Sequential(network, head)))
+                continue
             train_rows, valid_rows = split_datasets(
                 features(X_labeled), targets, train, valid, device
             )
@@ -216,9 +263,9 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _head_choices(self, has_validation):
-        """Whether the encoder is frozen, for each head to try (the better on
-        validation is kept)."""
-        return (False,)
+        """The heads to train (the better on validation is kept): ``LINEAR``
+        or ``LOGISTIC`` on the frozen encoder, or ``FINE_TUNED`` with it."""
+        return (FINE_TUNED,)
 
     def _starting_network(self, encoder_network, frozen, device):
         """The encoder network a head starts from, on ``device``."""
@@ -317,8 +364,9 @@ class QMatchClassifier(BaseHeadClassifier):
     (fine-tuning) or on its frozen embeddings (the paper's linear
     evaluation), with AdamW. By default (``freeze_encoder="auto"``) both are
     trained when there are enough labeled rows to validate on, and the one
-    with the better validation score is kept; with few labels, the linear
-    head on the frozen encoder.
+    with the better validation score is kept; with few labels, the head is a
+    logistic regression on the frozen embeddings, its C chosen by
+    cross-validation on the labeled rows.
 
     Parameters
     ----------
@@ -331,9 +379,12 @@ class QMatchClassifier(BaseHeadClassifier):
         True trains only the linear head on the encoder's embeddings (linear
         evaluation), False fine-tunes the encoder with it. "auto" trains both
         when there is a validation set (``X_val``, or ``validation_fraction``
-        gives one) and keeps the better on it, and otherwise the linear head:
-        fine-tuning on a few dozen labeled rows without a way to stop it
-        overfits (``benchmarks/results/fewlabel.md``).
+        gives one) and keeps the better on it. Without one (few labels) the
+        head is a logistic regression on the frozen embeddings whose C is
+        chosen by cross-validation on the labeled rows (as
+        ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``): fine-tuning,
+        or an AdamW head, on a few dozen labeled rows with nothing to stop
+        them overfit (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
         AdamW learning rate of the supervised stage.
     weight_decay : float, default=0.1
@@ -463,8 +514,8 @@ class QMatchClassifier(BaseHeadClassifier):
 
     def _head_choices(self, has_validation):
         if self.freeze_encoder == "auto":
-            return (True, False) if has_validation else (True,)
-        return (self.freeze_encoder,)
+            return (LINEAR, FINE_TUNED) if has_validation else (LOGISTIC,)
+        return (LINEAR,) if self.freeze_encoder else (FINE_TUNED,)
 
     def _starting_network(self, encoder_network, frozen, device):
         # A frozen encoder never trains: its network is shared, and saved once (with

@@ -1,5 +1,7 @@
 """QMatchClassifier: semi-supervised fit, both protocols, labels, reuse across folds."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -161,7 +163,19 @@ def test_auto_keeps_the_head_with_the_better_validation_score(data):
     np.testing.assert_array_equal(auto.predict_proba(X), fits[best].predict_proba(X))
 
 
-def test_auto_without_validation_trains_the_linear_head(data):
+def test_auto_without_validation_fits_a_cross_validated_logistic_head(data):
     X, y = data
-    clf = _classifier(freeze_encoder="auto", validation_fraction=None).fit(X, y)
+    y_semi = np.where(np.arange(len(y)) % 10 == 0, y, -1)  # 40 labeled rows
+    clf = _classifier(freeze_encoder="auto", validation_fraction="auto").fit(X, y_semi)
     assert clf.frozen_encoder_ and clf.network_[0] is clf.encoder_.network_
+    assert clf.n_epochs_ == 0 and len(clf.history_) == 0
+    # the head is a logistic regression on the embeddings, with one of the Cs
+    # LogisticRegressionCV searches by default
+    embeddings, labeled = clf.encoder_.transform(X), y_semi != -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        regressions = [LogisticRegression(C=C, max_iter=1000).fit(embeddings[labeled],
+                                                                   y_semi[labeled])
+                       for C in np.logspace(-4, 4, 10)]
+    proba = clf.predict_proba(X)
+    assert min(np.abs(r.predict_proba(embeddings) - proba).max() for r in regressions) < 1e-3
