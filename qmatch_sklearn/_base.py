@@ -3,7 +3,10 @@
 from numbers import Integral, Real
 
 import numpy as np
+import pandas as pd
 import torch
+from pandas.api.types import is_numeric_dtype
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -26,12 +29,36 @@ def check_features(estimator, X, y="no_validation", *, reset):
     try:
         return validate_data(estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr")
     except ValueError as error:
-        if "convert" not in str(error):
+        if not holds_non_numbers(X):
             raise
         raise ValueError(
             f"{type(estimator).__name__} needs numeric features ({error}). Encode "
             "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
         ) from error
+
+
+def holds_non_numbers(X):
+    """Whether dense ``X`` holds values that do not convert to numbers (strings, say).
+
+    Judged from ``X`` itself: a DataFrame's columns of a non-numeric dtype, or
+    an array (or nested list) of strings or objects, tried as float.
+    """
+    if issparse(X):
+        return False
+    if isinstance(X, pd.DataFrame):
+        columns = [X[name].to_numpy() for name in X.columns if not is_numeric_dtype(X[name])]
+    else:
+        try:
+            columns = [np.asarray(X)]
+        except ValueError:  # ragged nested lists: not a matter of numbers
+            return False
+    for column in columns:
+        if column.dtype.kind in "OUS":
+            try:
+                column.astype(np.float64)
+            except (TypeError, ValueError):
+                return True
+    return False
 
 
 def draw_seeds(random_state, n):
