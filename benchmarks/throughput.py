@@ -75,7 +75,7 @@ import torch
 from torch import nn
 
 from qmatch_sklearn import QMatchEncoder, __version__
-from qmatch_sklearn._base import draw_seeds
+from qmatch_sklearn._seeding import draw_seeds
 from qmatch_sklearn._engine import _decay_groups
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
