@@ -6,12 +6,13 @@ What is measured, in one run on the same data:
   validation, network construction, the skorch loop, everything), with the
   default hyper-parameters except ``validation_fraction=None``,
   ``max_epochs=--epochs``, ``random_state=0`` and ``device=--device``;
-* **bare**: the same module and loss (built by the estimator's own
-  ``_build_pretext`` from the same seeds the estimator draws, so both loops
-  compute the same losses, which the report checks), AdamW with the library's
-  two parameter groups, one ``torch.randperm`` shuffle per epoch, contiguous
-  slices of ``batch_size`` rows and, per step, ``train()`` / forward / loss /
-  ``zero_grad`` / ``backward`` / ``step`` / ``after_step`` / ``loss.item()``.
+* **bare**: the same network and loss written in plain torch
+  (``benchmarks/_bare_qmatch.py``, from the estimator's parameters and the
+  same seeds the estimator draws, so both loops compute the same losses, which
+  the report checks), AdamW with the library's two parameter groups, one
+  ``torch.randperm`` shuffle per epoch, contiguous slices of ``batch_size``
+  rows and, per step, ``train()`` / forward and loss / ``zero_grad`` /
+  ``backward`` / ``step`` / EMA and queue update / ``loss.item()``.
   No skorch, no callbacks. Its timer also covers moving the data to the device
   and building the module and optimiser, as the library's does.
 
@@ -75,8 +76,8 @@ import torch
 from torch import nn
 
 from qmatch_sklearn import QMatchEncoder, __version__
-from qmatch_sklearn._seeding import draw_seeds
-from qmatch_sklearn._engine import _decay_groups
+
+from . import _bare_qmatch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COVTYPE_PATH = REPO_ROOT.parent / "shared" / "data" / "covtype" / "covtype.data.gz"
@@ -251,19 +252,14 @@ def run_bare(X, params, epochs):
     device = params["device"]
     batch_size = model.batch_size
     # The seeds fit() draws: identical initial weights, queue, shuffles and corruption.
-    init_seed, data_seed, _, _ = draw_seeds(model.random_state, 4)
+    init_seed, data_seed, _, _ = _bare_qmatch.fit_seeds(model.random_state)
     synchronize(device)
     start = time.perf_counter()
     data = torch.as_tensor(X, device=device)
-    module, criterion = model._build_pretext(
-        data.shape[1], torch.Generator().manual_seed(init_seed)
+    module = _bare_qmatch.build(model, data.shape[1], init_seed).to(device)
+    optimizer = torch.optim.AdamW(
+        _bare_qmatch.decay_groups(module, model.weight_decay), lr=model.lr
     )
-    module.to(device)
-    criterion.to(device)
-    # skorch hands the optimiser every parameter of module and criterion (the
-    # frozen teacher's too, which AdamW skips since they get no gradient).
-    named = list(module.named_parameters()) + list(criterion.named_parameters())
-    optimizer = torch.optim.AdamW(_decay_groups(named, model.weight_decay), lr=model.lr)
     generator = torch.Generator(device).manual_seed(data_seed)
     n = len(data)
     stop = trained_rows_per_epoch(n, batch_size)
@@ -275,12 +271,11 @@ def run_bare(X, params, epochs):
         for begin in range(0, stop, batch_size):
             xb = shuffled[begin : begin + batch_size]
             module.train()
-            outputs = module(xb, generator)
-            loss = criterion(*outputs)
+            loss = module.loss(xb, generator)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            module.after_step(outputs)
+            module.after_step()
             total += loss.item() * len(xb)
             count += len(xb)
         losses.append(total / count)
@@ -301,9 +296,9 @@ def linear_forward_flops(module):
 def flops_per_sample(params, n_features):
     """Analytic training FLOPs per row (see the module docstring), with the parts."""
     model = estimator(params, 1)
-    module, _ = model._build_pretext(n_features, torch.Generator().manual_seed(0))
+    module = _bare_qmatch.build(model, n_features, seed=0)
     network = linear_forward_flops(module.encoder) + linear_forward_flops(module.projector)
-    queue_size, dim = module.queue.embeddings.shape
+    queue_size, dim = module.queue.shape
     loss_matmul = 2 * queue_size * dim
     parts = {
         "student encoder+projector (3x fwd)": 3 * network,
