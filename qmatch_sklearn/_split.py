@@ -3,7 +3,6 @@
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-
 #: ``validation_fraction="auto"`` holds out this share of the rows for early
 #: stopping, but only when that gives at least ``AUTO_MIN_VALIDATION_ROWS``:
 #: on fewer the validation loss is noise (on wine, 12 validation rows kept the

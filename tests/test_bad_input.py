@@ -7,8 +7,13 @@ from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import StandardScaler
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
-from qmatch_sklearn import _base, _classifier
+from qmatch_sklearn import (
+    QMatchClassifier,
+    QMatchEncoder,
+    SupervisedMLPClassifier,
+    _base,
+    _classifier,
+)
 from qmatch_sklearn._validation import holds_non_numbers
 
 from .conftest import tiny_encoder_params
@@ -97,7 +102,7 @@ def test_bad_input_is_reported_before_training(case, no_training):
     kept = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     with pytest.raises(error, match=pattern):
         estimator.fit(*args, **(fit_params[0] if fit_params else {}))
-    for before, after in zip(kept, args):  # nothing the user passed is modified
+    for before, after in zip(kept, args, strict=True):  # nothing the user passed is modified
         np.testing.assert_array_equal(np.asarray(before), np.asarray(after))
 
 

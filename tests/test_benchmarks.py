@@ -136,7 +136,7 @@ def test_search_chooses_on_val_among_the_grid(harness, tmp_path):
     fewshot.main([*command("vime"), "--search", "9"])  # vime's grid: 3 lr x 3 corruption
     tuned, searched = read_rows(out)[:2], read_rows(out)[2:]
     assert [r["sweep"] for r in searched] == ['{"search": 9}'] * 2
-    for before, after in zip(tuned, searched):
+    for before, after in zip(tuned, searched, strict=True):
         assert before["protocol"] == after["protocol"]
         assert float(after["val_accuracy"]) >= float(before["val_accuracy"])
         model = json.loads(after["params"])["model"]
