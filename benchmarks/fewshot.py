@@ -62,7 +62,6 @@ from sklearn.utils import Bunch
 from tqdm import tqdm
 
 from qmatch_sklearn import METHODS, QMatchClassifier, SupervisedMLPClassifier, paper_param_grid
-from qmatch_sklearn._search_space import DOWNSTREAM_LEARNING_RATES
 from qmatch_sklearn.datasets import (
     load_adult,
     load_covtype,
@@ -99,6 +98,8 @@ SEARCH = "search"
 HARNESS_PARAMS = (LABEL_FRACTION, SEARCH)
 #: The paper's downstream early stopping: validation accuracy, 65 stale epochs at most.
 DOWNSTREAM_PROTOCOL = {"scoring": "accuracy", "patience": 64}
+#: The paper's downstream learning rates, searched under ``--search``.
+DOWNSTREAM_LEARNING_RATES = paper_param_grid("supervised")["lr"]
 _LOADERS = {"adult": load_adult, "covtype": load_covtype, "higgs": load_higgs, "mnist": load_mnist}
 
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import fewshot
+from . import _bare_qmatch, fewshot
 from ._fewshot_params import BUDGETS
 from .report import mean_std
 
@@ -132,14 +132,14 @@ def pretraining_parameters(budget, n_features, seed=0):
     from pytorch_tabnet.pretraining import TabNetPretrainer
 
     encoder = fewshot.make_encoder(fewshot.Run(DATASET, "qmatch", seed, "{}", ()), budget)
-    module, _ = encoder._build_pretext(n_features, torch.Generator().manual_seed(seed))
+    student = _bare_qmatch.build(encoder, n_features, seed)
     tabnet = TabNetPretrainer(seed=seed, device_name="cpu", verbose=0)
     X = np.random.RandomState(seed).standard_normal((256, n_features)).astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         tabnet.fit(X, max_epochs=1, **_batches(X))
     return {
-        "qmatch_sklearn": sum(t.numel() for t in module.parameters() if t.requires_grad),
+        "qmatch_sklearn": sum(t.numel() for t in student.parameters() if t.requires_grad),
         "pytorch-tabnet": sum(t.numel() for t in tabnet.network.parameters()
                               if t.requires_grad),
     }

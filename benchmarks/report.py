@@ -323,22 +323,22 @@ def budget_section(frame, budget):
     lines = [f"## Budget `{budget}`", "", f"Budget: {BUDGETS[budget].note}.", "",
              "Re-run (results already in the CSV are skipped) or complete these tables with:", "",
              f"    {reproduce_command(main, budget)}", ""]
-    lines += size_notes(main) + [""]
+    lines += [*size_notes(main), ""]
     for protocol in PAPER:
-        lines += [f"### {PROTOCOL_TITLES[protocol]}", ""] + paper_table(main, protocol) + [""]
+        lines += [f"### {PROTOCOL_TITLES[protocol]}", "", *paper_table(main, protocol), ""]
     lines += ["### scikit-learn on the preprocessed features (the same labeled rows)", ""]
-    lines += sklearn_table(main) + [""]
+    lines += [*sklearn_table(main), ""]
     searched = frame[frame[SEARCH].notna()] if SEARCH in frame else frame[:0]
     lines += ["### Q-Match against the paper and against our other methods", "",
               ("Means over the seeds run, with the paper's tuned values; ranks among the methods "
                "of the paper's table that have a result (the supervised linear row is the "
                "logistic regression). The last column: `--search N`, chosen on the val rows "
                "only, where it was run (its table below compares every method searched)."), ""]
-    lines += goal_table(main, searched) + [""]
+    lines += [*goal_table(main, searched), ""]
     if len(searched):
         lines += ["### Tuned values vs a search on the `val` rows", ""]
-        lines += search_table(main, searched) + [""]
-    lines += ["### Wall time", ""] + wall_time_lines(main) + [""]
+        lines += [*search_table(main, searched), ""]
+    lines += ["### Wall time", "", *wall_time_lines(main), ""]
     return lines
 
 
@@ -376,7 +376,7 @@ def plot_label_fractions(rows, path):
     raw = rows[rows["protocol"] == "raw"]
     panels = list(rows[rows["protocol"] != "raw"].groupby(["dataset", "budget", "protocol"]))
     figure, axes = _subplots(len(panels))
-    for ax, ((dataset, budget, protocol), panel) in zip(axes, panels):
+    for ax, ((dataset, budget, protocol), panel) in zip(axes, panels, strict=True):
         baselines = raw[(raw["dataset"] == dataset) & (raw["budget"] == budget)]
         for style, curves in (("-", panel), ("--", baselines)):
             for method, curve in curves.groupby("method"):
@@ -394,7 +394,7 @@ def plot_queue_sizes(rows, path):
     """Q-Match linear accuracy vs queue size, every seed as a dot and the mean ± std."""
     panels = list(rows.groupby(["dataset", "budget"]))
     figure, axes = _subplots(len(panels))
-    for ax, ((dataset, budget), panel) in zip(axes, panels):
+    for ax, ((dataset, budget), panel) in zip(axes, panels, strict=True):
         stats = panel.groupby("queue_size")["accuracy"].agg(["mean", "std"]).fillna(0)
         ax.scatter(panel["queue_size"], panel["accuracy"], s=10, alpha=0.5, color="gray")
         ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], marker="o", capsize=3)
@@ -408,7 +408,7 @@ def plot_corruption(rows, path):
     """Q-Match linear accuracy over student x teacher corruption (mean over seeds)."""
     panels = list(rows.groupby(["dataset", "budget"]))
     figure, axes = _subplots(len(panels))
-    for ax, ((dataset, budget), panel) in zip(axes, panels):
+    for ax, ((dataset, budget), panel) in zip(axes, panels, strict=True):
         grid = panel.pivot_table(index="teacher_corruption", columns="student_corruption",
                                  values="accuracy", aggfunc="mean")
         image = ax.imshow(grid.values, origin="lower", cmap="viridis")
@@ -520,7 +520,7 @@ Other studies in this folder: `defaults.md` (how the defaults were chosen),
 
 
 def write_readme(frame, swept, out_dir):
-    lines = HEADER.splitlines() + [""]
+    lines = [*HEADER.splitlines(), ""]
     lines += ["## Q-Match against the paper in every configuration tried", "",
               *CONFIGURATIONS_NOTE.splitlines(), "", *configurations_table(frame), ""]
     for budget in sorted(set(frame["budget"])):

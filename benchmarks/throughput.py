@@ -6,12 +6,13 @@ What is measured, in one run on the same data:
   validation, network construction, the skorch loop, everything), with the
   default hyper-parameters except ``validation_fraction=None``,
   ``max_epochs=--epochs``, ``random_state=0`` and ``device=--device``;
-* **bare**: the same module and loss (built by the estimator's own
-  ``_build_pretext`` from the same seeds the estimator draws, so both loops
-  compute the same losses, which the report checks), AdamW with the library's
-  two parameter groups, one ``torch.randperm`` shuffle per epoch, contiguous
-  slices of ``batch_size`` rows and, per step, ``train()`` / forward / loss /
-  ``zero_grad`` / ``backward`` / ``step`` / ``after_step`` / ``loss.item()``.
+* **bare**: the same network and loss written in plain torch
+  (``benchmarks/_bare_qmatch.py``, from the estimator's parameters and the
+  same seeds the estimator draws, so both loops compute the same losses, which
+  the report checks), AdamW with the library's two parameter groups, one
+  ``torch.randperm`` shuffle per epoch, contiguous slices of ``batch_size``
+  rows and, per step, ``train()`` / forward and loss / ``zero_grad`` /
+  ``backward`` / ``step`` / EMA and queue update / ``loss.item()``.
   No skorch, no callbacks. Its timer also covers moving the data to the device
   and building the module and optimiser, as the library's does.
 
@@ -75,8 +76,8 @@ import torch
 from torch import nn
 
 from qmatch_sklearn import QMatchEncoder, __version__
-from qmatch_sklearn._base import draw_seeds
-from qmatch_sklearn._engine import _decay_groups
+
+from . import _bare_qmatch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COVTYPE_PATH = REPO_ROOT.parent / "shared" / "data" / "covtype" / "covtype.data.gz"
@@ -102,8 +103,9 @@ def load_data(rows, seed=0):
         index = np.sort(rng.choice(len(frame), size=rows, replace=False))
         X = frame.iloc[index, :N_FEATURES].to_numpy(dtype=np.float32)
         source = (
-            f"Cover Type: seeded random subset (seed {seed}) of {rows:,} of the {len(frame):,} rows "
-            f"of `covtype.data.gz`, first {N_FEATURES} columns, first {N_CONTINUOUS} z-scored"
+            f"Cover Type: seeded random subset (seed {seed}) of {rows:,} of the {len(frame):,} "
+            f"rows of `covtype.data.gz`, first {N_FEATURES} columns, first {N_CONTINUOUS} "
+            "z-scored"
         )
     else:
         X = np.zeros((rows, N_FEATURES), dtype=np.float32)
@@ -111,8 +113,8 @@ def load_data(rows, seed=0):
         X[np.arange(rows), N_CONTINUOUS + rng.integers(0, 4, rows)] = 1.0
         X[np.arange(rows), N_CONTINUOUS + 4 + rng.integers(0, 40, rows)] = 1.0
         source = (
-            f"SYNTHETIC ({COVTYPE_PATH} not found): {rows:,} rows, {N_CONTINUOUS} Gaussian columns, "
-            "a 4-way and a 40-way one-hot group"
+            f"SYNTHETIC ({COVTYPE_PATH} not found): {rows:,} rows, {N_CONTINUOUS} Gaussian "
+            "columns, a 4-way and a 40-way one-hot group"
         )
     continuous = X[:, :N_CONTINUOUS]
     X[:, :N_CONTINUOUS] = (continuous - continuous.mean(0)) / continuous.std(0)
@@ -251,19 +253,14 @@ def run_bare(X, params, epochs):
     device = params["device"]
     batch_size = model.batch_size
     # The seeds fit() draws: identical initial weights, queue, shuffles and corruption.
-    init_seed, data_seed, _, _ = draw_seeds(model.random_state, 4)
+    init_seed, data_seed, _, _ = _bare_qmatch.fit_seeds(model.random_state)
     synchronize(device)
     start = time.perf_counter()
     data = torch.as_tensor(X, device=device)
-    module, criterion = model._build_pretext(
-        data.shape[1], torch.Generator().manual_seed(init_seed)
+    module = _bare_qmatch.build(model, data.shape[1], init_seed).to(device)
+    optimizer = torch.optim.AdamW(
+        _bare_qmatch.decay_groups(module, model.weight_decay), lr=model.lr
     )
-    module.to(device)
-    criterion.to(device)
-    # skorch hands the optimiser every parameter of module and criterion (the
-    # frozen teacher's too, which AdamW skips since they get no gradient).
-    named = list(module.named_parameters()) + list(criterion.named_parameters())
-    optimizer = torch.optim.AdamW(_decay_groups(named, model.weight_decay), lr=model.lr)
     generator = torch.Generator(device).manual_seed(data_seed)
     n = len(data)
     stop = trained_rows_per_epoch(n, batch_size)
@@ -275,12 +272,11 @@ def run_bare(X, params, epochs):
         for begin in range(0, stop, batch_size):
             xb = shuffled[begin : begin + batch_size]
             module.train()
-            outputs = module(xb, generator)
-            loss = criterion(*outputs)
+            loss = module.loss(xb, generator)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            module.after_step(outputs)
+            module.after_step()
             total += loss.item() * len(xb)
             count += len(xb)
         losses.append(total / count)
@@ -301,9 +297,9 @@ def linear_forward_flops(module):
 def flops_per_sample(params, n_features):
     """Analytic training FLOPs per row (see the module docstring), with the parts."""
     model = estimator(params, 1)
-    module, _ = model._build_pretext(n_features, torch.Generator().manual_seed(0))
+    module = _bare_qmatch.build(model, n_features, seed=0)
     network = linear_forward_flops(module.encoder) + linear_forward_flops(module.projector)
-    queue_size, dim = module.queue.embeddings.shape
+    queue_size, dim = module.queue.shape
     loss_matmul = 2 * queue_size * dim
     parts = {
         "student encoder+projector (3x fwd)": 3 * network,
@@ -403,13 +399,18 @@ def markdown(r):
         f"- Machine: {machine['device_name']}; {machine['platform']}",
         (
             f"- Python {machine['python']}, torch {machine['torch']}, skorch {machine['skorch']}, "
-            f"qmatch_sklearn {machine['qmatch_sklearn']}; torch.get_num_threads() = {machine['torch_threads']}"
+            f"qmatch_sklearn {machine['qmatch_sklearn']}; torch.get_num_threads() = "
+            f"{machine['torch_threads']}"
         ),
         f"- Device: `{config['device']}`",
-        f"- Data: {r['data']['source']} ({r['data']['rows']:,} x {r['data']['n_features']} float32)",
         (
-            f"- Network: architecture `{config['architecture']}`, hidden sizes {tuple(config['hidden_sizes'])}, "
-            f"embedding {config['embedding_dim']}, projector {tuple(config['projection_sizes'])}, "
+            f"- Data: {r['data']['source']} ({r['data']['rows']:,} x "
+            f"{r['data']['n_features']} float32)"
+        ),
+        (
+            f"- Network: architecture `{config['architecture']}`, hidden sizes "
+            f"{tuple(config['hidden_sizes'])}, embedding {config['embedding_dim']}, projector "
+            f"{tuple(config['projection_sizes'])}, "
             f"queue {config['queue_size']}, batch {config['batch_size']} "
             f"({r['flops']['trainable_params']:,} student parameters)"
         ),
@@ -421,9 +422,9 @@ def markdown(r):
         ),
         (
             f"- Other processes kept {percent(machine['others_cpu_share_overall'])} of the "
-            f"{machine['logical_cores']} logical cores busy over the whole measurement, aborted attempts "
-            f"included (load average at start / end: {machine['loadavg_start']} / {machine['loadavg_end']}, "
-            "this benchmark included)"
+            f"{machine['logical_cores']} logical cores busy over the whole measurement, aborted "
+            f"attempts included (load average at start / end: {machine['loadavg_start']} / "
+            f"{machine['loadavg_end']}, this benchmark included)"
         ),
     ]
     if r.get("note"):
@@ -442,7 +443,8 @@ def markdown(r):
     ):
         lines.append(
             f"| {name} | {entry['median_samples_per_s']:,.0f} | {fmt_runs(entry['runs'])} | "
-            f"{entry['median_seconds']:.2f} | {entry['gflops']:.1f} | {entry['percent_of_peak']:.1f} |"
+            f"{entry['median_seconds']:.2f} | {entry['gflops']:.1f} | "
+            f"{entry['percent_of_peak']:.1f} |"
         )
     contended = [i for i, clean in enumerate(r["clean_pairs"]) if not clean]
     lines += [
@@ -452,15 +454,18 @@ def markdown(r):
         + ", ".join(f"{x:.3f}" for x in r["pair_ratios"]),
         "",
         (
-            f"- All pairs ran with other processes below {percent(config['quiet_threshold'])} of the cores."
+            f"- All pairs ran with other processes below {percent(config['quiet_threshold'])} of "
+            "the cores."
             if not contended
-            else f"- CONTENDED: pair(s) {[i + 1 for i in contended]} ran with other processes at or above "
-            f"{percent(config['quiet_threshold'])} of the cores (retries spent); read those with care."
+            else f"- CONTENDED: pair(s) {[i + 1 for i in contended]} ran with other processes "
+            f"at or above {percent(config['quiet_threshold'])} of the cores (retries spent); "
+            "read those with care."
         ),
         f"- FLOPs per training sample: {r['flops']['per_sample'] / 1e6:.3f} M ("
         + "; ".join(f"{k} {v / 1e6:.3f} M" for k, v in r["flops"]["parts"].items())
         + ")",
-        f"- Matmul peak: {peak:.1f} GFLOP/s (float32 `torch.mm` {r['peak']['size']}x{r['peak']['size']}, "
+        f"- Matmul peak: {peak:.1f} GFLOP/s (float32 `torch.mm` "
+        f"{r['peak']['size']}x{r['peak']['size']}, "
         + (
             "best uncontended of the measurements before / after the runs: "
             if peak_clean
@@ -472,18 +477,18 @@ def markdown(r):
         )
         + ")",
         (
-            f"- Same computation check: max |library - bare| per-epoch train loss over the timed pairs = "
-            f"{r['loss_check']['max_abs_diff']:.3g} (library epoch losses {r['loss_check']['library']}, "
-            f"bare {r['loss_check']['bare']})"
+            "- Same computation check: max |library - bare| per-epoch train loss over the timed "
+            f"pairs = {r['loss_check']['max_abs_diff']:.3g} (library epoch losses "
+            f"{r['loss_check']['library']}, bare {r['loss_check']['bare']})"
         ),
         (
-            "- The FLOP count follows the 3x/1x convention; it slightly overstates the work (the first "
-            "layer needs no input gradient, and the student loss matmul's backward needs only the "
-            "gradient with respect to the student, not the detached queue)."
+            "- The FLOP count follows the 3x/1x convention; it slightly overstates the work (the "
+            "first layer needs no input gradient, and the student loss matmul's backward needs "
+            "only the gradient with respect to the student, not the detached queue)."
         ),
         (
-            "- [others' CPU]: the share of all cores that other processes kept busy during that run "
-            "(/proc/stat minus this process's CPU time)."
+            "- [others' CPU]: the share of all cores that other processes kept busy during that "
+            "run (/proc/stat minus this process's CPU time)."
         ),
         "",
     ]
@@ -514,7 +519,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--hidden-sizes",
         default=None,
-        help="comma-separated encoder widths, e.g. 2048,2048,4096,4096,8192 (default: the estimator's)",
+        help="comma-separated encoder widths, e.g. 2048,2048,4096,4096,8192 "
+        "(default: the estimator's)",
     )
     parser.add_argument(
         "--batch-size", type=int, default=None, help="default: the estimator's (512)"
@@ -527,13 +533,15 @@ def parse_args(argv=None):
         "--quiet-threshold",
         type=float,
         default=0.10,
-        help="share of the cores used by other processes above which a run is contended (default 0.10)",
+        help="share of the cores used by other processes above which a run is contended "
+        "(default 0.10)",
     )
     parser.add_argument(
         "--max-wait",
         type=float,
         default=20.0,
-        help="before each run, wait up to this many seconds for a quiet machine (default 20; 0: never)",
+        help="before each run, wait up to this many seconds for a quiet machine "
+        "(default 20; 0: never)",
     )
     parser.add_argument(
         "--retries",

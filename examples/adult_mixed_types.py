@@ -123,7 +123,7 @@ models = {
         categorical_features="from_dtype", random_state=0
     ),
 }
-SHORT = dict(zip(models, ["embedding+LR", "preprocessed+LR", "raw+GBT"]))
+SHORT = dict(zip(models, ["embedding+LR", "preprocessed+LR", "raw+GBT"], strict=True))
 scores = {name: np.zeros((len(n_labeled_options), draws)) for name in models}
 for i, n_labeled in enumerate(n_labeled_options):
     for draw in range(draws):

@@ -41,7 +41,10 @@ print(f"embedding: {Z.shape}, {Z.dtype}; feature names {encoder.get_feature_name
 # The documentation build runs t-SNE on a subset of the rows.
 
 rows = np.random.RandomState(0).permutation(len(X))[: 800 if FAST else len(X)]
-views = {"raw pixels": StandardScaler().fit_transform(X), "Q-Match embedding": StandardScaler().fit_transform(Z)}
+views = {
+    "raw pixels": StandardScaler().fit_transform(X),
+    "Q-Match embedding": StandardScaler().fit_transform(Z),
+}
 projections = {}
 for name, features in views.items():
     projections[("PCA", name)] = (PCA(n_components=2, random_state=0).fit_transform(features), y)
@@ -56,8 +59,10 @@ for name, features in views.items():
 # embedding itself, not in these projections.
 
 fig, axes = plt.subplots(2, 2, figsize=(9, 8), layout="constrained")
-for ax, ((method, name), (points, labels)) in zip(axes.ravel(), projections.items()):
-    scatter = ax.scatter(points[:, 0], points[:, 1], c=labels, cmap="tab10", s=6, vmin=-0.5, vmax=9.5)
+for ax, ((method, name), (points, labels)) in zip(axes.ravel(), projections.items(), strict=True):
+    scatter = ax.scatter(
+        points[:, 0], points[:, 1], c=labels, cmap="tab10", s=6, vmin=-0.5, vmax=9.5
+    )
     ax.set_title(f"{method} of the {name}")
     ax.set_xticks([])
     ax.set_yticks([])

@@ -54,10 +54,12 @@ models = {
         X_train, X_test, lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
     ),
     "raw features + gradient-boosted trees": (
-        X_train, X_test, lambda: HistGradientBoostingClassifier(max_iter=50, min_samples_leaf=1, random_state=0)
+        X_train,
+        X_test,
+        lambda: HistGradientBoostingClassifier(max_iter=50, min_samples_leaf=1, random_state=0),
     ),
 }
-SHORT = dict(zip(models, ["embedding+LR", "raw+LR", "raw+GBT"]))
+SHORT = dict(zip(models, ["embedding+LR", "raw+LR", "raw+GBT"], strict=True))
 accuracy = {name: np.zeros((len(LABELS_PER_CLASS), DRAWS)) for name in models}
 for i, per_class in enumerate(LABELS_PER_CLASS):
     for draw in range(DRAWS):

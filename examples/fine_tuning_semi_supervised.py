@@ -39,7 +39,9 @@ X_train, X_test, y_train, y_test = train_test_split(
     X, y, test_size=0.3, stratify=y, random_state=0
 )
 rng = np.random.RandomState(0)
-labeled = np.concatenate([rng.choice(np.flatnonzero(y_train == c), 10, replace=False) for c in range(10)])
+labeled = np.concatenate(
+    [rng.choice(np.flatnonzero(y_train == c), 10, replace=False) for c in range(10)]
+)
 y_semi = np.full_like(y_train, -1)
 y_semi[labeled] = y_train[labeled]
 print(f"{(y_semi != -1).sum()} labeled rows, {(y_semi == -1).sum()} unlabeled rows (y == -1)")
@@ -106,7 +108,7 @@ left.set_xticks(range(len(names)), names, fontsize=8)
 left.set_ylim(0, 1)
 left.set_ylabel("test accuracy")
 left.set_title("10 labeled rows per class")
-for colour, (name, model) in zip(["C0", "C1", "C2"], classifiers.items()):
+for colour, (name, model) in zip(["C0", "C1", "C2"], classifiers.items(), strict=True):
     right.plot(model.history_[:, "epoch"], model.history_[:, "valid_loss"], color=colour,
                label=name.replace("\n", " "))
 right.set_yscale("log")

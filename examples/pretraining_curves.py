@@ -65,7 +65,7 @@ print(f"mean epoch duration: {sum(history[:, 'dur']) / len(history):.3f} s")
 # keeps the best epoch's weights (the dot), not the last ones.
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-for ax, (name, encoder) in zip(axes, encoders.items()):
+for ax, (name, encoder) in zip(axes, encoders.items(), strict=True):
     epochs = encoder.history_[:, "epoch"]
     ax.plot(epochs, encoder.history_[:, "train_loss"], label="train_loss")
     ax.plot(epochs, encoder.history_[:, "valid_loss"], label="valid_loss")

@@ -68,7 +68,10 @@ def few_shot_accuracy(Z_train, y_train, Z_test, y_test, per_class, seed):
     """Test accuracy of a linear probe fitted on ``per_class`` labeled rows per class."""
     rng = np.random.RandomState(seed)
     rows = np.concatenate(
-        [rng.choice(np.flatnonzero(y_train == c), per_class, replace=False) for c in np.unique(y_train)]
+        [
+            rng.choice(np.flatnonzero(y_train == c), per_class, replace=False)
+            for c in np.unique(y_train)
+        ]
     )
     probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
     return probe.fit(Z_train[rows], y_train[rows]).score(Z_test, y_test)
@@ -91,7 +94,7 @@ for per_class in LABELS_PER_CLASS:
 # Error bars are one standard deviation over the draws of the labeled rows.
 
 fig, ax = plt.subplots(figsize=(6, 4))
-for offset, (name, accuracies) in zip((-0.04, 0.04), results.items()):
+for offset, (name, accuracies) in zip((-0.04, 0.04), results.items(), strict=True):
     accuracies = np.asarray(accuracies)
     ax.errorbar(
         np.asarray(LABELS_PER_CLASS) * (1 + offset), accuracies.mean(axis=1),

@@ -1,128 +1,17 @@
-"""scikit-learn plumbing shared by every encoder: validation, seeding, fit, transform."""
+"""The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
-from numbers import Integral, Real
-
-import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.model_selection import train_test_split
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._constraints import DEVICE_NAMES, LAYER_SIZES, MAX_LR, USER_NETWORK
+from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
-from ._networks import ARCHITECTURES, build_encoder, isolated_global_rng
+from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._persistence import PersistenceMixin
-
-def check_features(estimator, X, y="no_validation", *, reset):
-    """``validate_data`` to float32, with a hint when the input holds strings.
-
-    Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
-    CSR: the engine densifies one batch at a time, so a wide one-hot matrix
-    never exists densely in memory.
-    """
-    try:
-        return validate_data(estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr")
-    except ValueError as error:
-        if "convert" not in str(error):
-            raise
-        raise ValueError(
-            f"{type(estimator).__name__} needs numeric features ({error}). Encode "
-            "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
-        ) from error
-
-
-def draw_seeds(random_state, n):
-    """``n`` independent integer seeds from ``random_state``.
-
-    ``None`` takes fresh OS entropy instead of the global NumPy generator, so
-    fitting never advances a global random state.
-    """
-    if random_state is None:
-        sequence = np.random.SeedSequence()
-    else:
-        sequence = np.random.SeedSequence(check_random_state(random_state).randint(2**31 - 1))
-    return [int(seed) for seed in sequence.generate_state(n)]
-
-
-#: ``validation_fraction="auto"`` holds out this share of the rows for early
-#: stopping, but only when that gives at least ``AUTO_MIN_VALIDATION_ROWS``:
-#: on fewer the validation loss is noise (on wine, 12 validation rows kept the
-#: first epoch in 5 of 5 seeds), and training runs all ``max_epochs``.
-AUTO_VALIDATION_FRACTION = 0.1
-AUTO_MIN_VALIDATION_ROWS = 200
-
-
-def resolve_validation_fraction(validation_fraction, n_samples):
-    """The share of ``n_samples`` rows to hold out, or None for no validation."""
-    if validation_fraction != "auto":
-        return validation_fraction
-    enough = n_samples * AUTO_VALIDATION_FRACTION >= AUTO_MIN_VALIDATION_ROWS
-    return AUTO_VALIDATION_FRACTION if enough else None
-
-
-def split_rows(n_samples, validation_fraction, seed, stratify=None):
-    """Sorted row indices (train, validation); validation is None when
-    ``validation_fraction`` is None (already resolved, see
-    :func:`resolve_validation_fraction`)."""
-    if validation_fraction is None:
-        return np.arange(n_samples), None
-    indices = np.arange(n_samples)
-    train, valid = train_test_split(
-        indices, test_size=validation_fraction, random_state=seed, stratify=stratify
-    )
-    if len(train) < 2:
-        raise ValueError(
-            f"validation_fraction={validation_fraction} leaves {len(train)} training "
-            f"row(s) of {n_samples}; at least 2 are needed. Pass more rows or "
-            "validation_fraction=None."
-        )
-    return np.sort(train), np.sort(valid)
-
-
-def check_two_samples(estimator, n_samples):
-    if n_samples < 2:
-        raise ValueError(
-            f"{type(estimator).__name__} needs at least 2 samples to fit (batch "
-            f"normalisation), got n_samples = {n_samples}."
-        )
-
-
-#: Parameters of the encoder network.
-NETWORK_CONSTRAINTS = {
-    "hidden_sizes": [None, LAYER_SIZES],
-    "architecture": [StrOptions(set(ARCHITECTURES)), USER_NETWORK],
-    "embedding_dim": [Interval(Integral, 1, None, closed="left")],
-}
-
-
-class EncoderNetworkMixin:
-    """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
-
-    def _build_encoder(self, n_features, generator):
-        return build_encoder(
-            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
-        )
-
-    def _encoder_skeleton(self):
-        """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
-        return self._build_encoder(self.n_features_in_, torch.Generator())
-
-
-#: Parameters of the training loop, shared by every estimator that trains a network.
-TRAINING_CONSTRAINTS = {
-    "lr": [Interval(Real, 0, MAX_LR, closed="right")],
-    "weight_decay": [Interval(Real, 0, None, closed="left")],
-    "batch_size": [Interval(Integral, 2, None, closed="left")],
-    "max_epochs": [Interval(Integral, 1, None, closed="left")],
-    "patience": [Interval(Integral, 1, None, closed="left")],
-    "validation_fraction": [None, StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
-    "device": [DEVICE_NAMES],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
-}
+from ._seeding import draw_seeds
+from ._split import resolve_validation_fraction, split_rows
+from ._validation import check_features, check_two_samples
 
 
 class BasePretextEncoder(

@@ -22,18 +22,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
-from ._base import (
-    BasePretextEncoder,
-    NETWORK_CONSTRAINTS,
-    TRAINING_CONSTRAINTS,
-    EncoderNetworkMixin,
-    check_features,
-    check_two_samples,
-    draw_seeds,
-    resolve_validation_fraction,
-    split_rows,
-)
-from ._constraints import Satisfies
+from ._base import BasePretextEncoder
+from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS, Satisfies
 from ._device import resolve_device
 from ._engine import (
     FineTuneNet,
@@ -44,8 +34,11 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._networks import isolated_global_rng, lecun_normal_
+from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._persistence import PersistenceMixin
+from ._seeding import draw_seeds
+from ._split import resolve_validation_fraction, split_rows
+from ._validation import check_features, check_two_samples
 from .methods import QMatchEncoder
 
 UNLABELED = -1

@@ -7,11 +7,12 @@ parameter error reads the same way: "The 'x' parameter of Y must be
 """
 
 import re
-from numbers import Integral
+from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Options, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._corruption import CORRUPTIONS
+from ._networks import ARCHITECTURES
 
 
 class Satisfies(Options):
@@ -60,3 +61,23 @@ MAX_LR = 1e30
 
 #: The ``corruption_type`` values: the kinds registered in ``_corruption.CORRUPTIONS``.
 CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))
+
+#: Parameters of the encoder network.
+NETWORK_CONSTRAINTS = {
+    "hidden_sizes": [None, LAYER_SIZES],
+    "architecture": [StrOptions(set(ARCHITECTURES)), USER_NETWORK],
+    "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+}
+
+#: Parameters of the training loop, shared by every estimator that trains a network.
+TRAINING_CONSTRAINTS = {
+    "lr": [Interval(Real, 0, MAX_LR, closed="right")],
+    "weight_decay": [Interval(Real, 0, None, closed="left")],
+    "batch_size": [Interval(Integral, 2, None, closed="left")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "patience": [Interval(Integral, 1, None, closed="left")],
+    "validation_fraction": [None, StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
+    "device": [DEVICE_NAMES],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}

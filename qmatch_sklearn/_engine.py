@@ -16,17 +16,18 @@ device placement. We change what matters for tabular self-supervision:
   update its own state (EMA teacher, queue).
 """
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet, NeuralNetClassifier
 from skorch.callbacks import Callback
 from skorch.helper import predefined_split
 from skorch.history import History
-from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
 #: Most rows per forward pass in ``transform``/``predict``.
@@ -168,10 +169,8 @@ class _TabularNetMixin:
         if not self.initialized_:
             self.initialize()
         self.notify("on_train_begin", X=X, y=y)
-        try:
+        with contextlib.suppress(StopTraining):
             self.fit_loop(X, y, **fit_params)
-        except StopTraining:
-            pass
         self.notify("on_train_end", X=X, y=y)
         return self
 
@@ -323,7 +322,7 @@ def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
     bar (``verbose=2`` prints skorch's table of every epoch instead)."""
     # The bar comes first so that it counts the epoch on which training stops.
     callbacks = [("progress", EpochProgressBar(desc))] if verbose == 1 else []
-    return callbacks + [("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
+    return [*callbacks, ("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
 
 
 #: A validation split smaller than this, or a kept epoch this early while

@@ -195,3 +195,16 @@ def lecun_normal_(module, generator):
             if layer.bias is not None:
                 layer.bias.zero_()
     return module
+
+
+class EncoderNetworkMixin:
+    """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
+
+    def _build_encoder(self, n_features, generator):
+        return build_encoder(
+            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
+        )
+
+    def _encoder_skeleton(self):
+        """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
+        return self._build_encoder(self.n_features_in_, torch.Generator())

@@ -377,7 +377,7 @@ def load(path):
                 raise ValueError(
                     f"{path} is a safetensors file, but not one written by qmatch_sklearn.save."
                 )
-            tensors = {name: file.get_tensor(name) for name in file.keys()}
+            tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (not iterable)
     except SafetensorError as error:
         raise ValueError(
             f"{path} is not a file written by qmatch_sklearn.save ({error})."

@@ -28,7 +28,7 @@ from sklearn.base import clone
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier  # noqa: E402
-from qmatch_sklearn._base import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
+from qmatch_sklearn._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
 
 ENCODERS = list(METHODS.values())
 CLASSIFIERS = [QMatchClassifier, SupervisedMLPClassifier]

@@ -1,13 +1,20 @@
 """Bad input, one row each: a clear error that names the problem, before any training."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import StandardScaler
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
-from qmatch_sklearn import _base, _classifier
+from qmatch_sklearn import (
+    QMatchClassifier,
+    QMatchEncoder,
+    SupervisedMLPClassifier,
+    _base,
+    _classifier,
+)
+from qmatch_sklearn._validation import holds_non_numbers
 
 from .conftest import tiny_encoder_params
 
@@ -95,7 +102,7 @@ def test_bad_input_is_reported_before_training(case, no_training):
     kept = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     with pytest.raises(error, match=pattern):
         estimator.fit(*args, **(fit_params[0] if fit_params else {}))
-    for before, after in zip(kept, args):  # nothing the user passed is modified
+    for before, after in zip(kept, args, strict=True):  # nothing the user passed is modified
         np.testing.assert_array_equal(np.asarray(before), np.asarray(after))
 
 
@@ -103,3 +110,15 @@ def test_integer_minus_one_in_an_object_array_marks_unlabeled_string_rows():
     y = with_minus_one(STRINGS, object)
     clf = QMatchClassifier(encoder(), max_epochs=3, device="cpu", random_state=0).fit(X, y)
     assert list(clf.classes_) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(("X", "expected"), [
+    (np.full((2, 2), "a"), True),
+    ([["a", 1.0]], True),
+    (pd.DataFrame({"a": [1.0, 2.0], "b": pd.Categorical(["x", "y"])}), True),
+    (np.array([[1, "2"]], dtype=object), False),  # converts: not a matter of strings
+    (np.array([[1.0, np.nan]]), False),
+    (pd.DataFrame({"a": pd.array([1, None], dtype="Int64")}), False),
+])
+def test_non_numbers_are_judged_from_the_input(X, expected):
+    assert holds_non_numbers(X) is expected

@@ -4,13 +4,16 @@ import csv
 import json
 
 import pytest
+import torch
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
-from benchmarks import fewshot, peer_tabnet, report
+from benchmarks import _bare_qmatch, fewshot, peer_tabnet, report
 from benchmarks._fewshot_params import Budget, supervised_lr, tuned_params
+from qmatch_sklearn import QMatchEncoder
 from qmatch_sklearn._search_space import DOWNSTREAM_LEARNING_RATES, PRETEXT_LEARNING_RATES
+from qmatch_sklearn._seeding import draw_seeds
 
 TINY = Budget("tiny", {"hidden_sizes": (16,), "embedding_dim": 8},
               {"max_epochs": 2, "device": "cpu", "batch_size": 64},
@@ -133,7 +136,7 @@ def test_search_chooses_on_val_among_the_grid(harness, tmp_path):
     fewshot.main([*command("vime"), "--search", "9"])  # vime's grid: 3 lr x 3 corruption
     tuned, searched = read_rows(out)[:2], read_rows(out)[2:]
     assert [r["sweep"] for r in searched] == ['{"search": 9}'] * 2
-    for before, after in zip(tuned, searched):
+    for before, after in zip(tuned, searched, strict=True):
         assert before["protocol"] == after["protocol"]
         assert float(after["val_accuracy"]) >= float(before["val_accuracy"])
         model = json.loads(after["params"])["model"]
@@ -217,3 +220,30 @@ def test_report_lists_every_configuration_tried_for_qmatch(harness, tmp_path, mo
             accuracy = next(float(r["accuracy"]) for r in rows
                             if r["protocol"] == protocol and r["sweep"] == sweep)
             assert cell == f"{accuracy:.2f} (1), {accuracy - paper:+.2f}"
+
+
+@pytest.mark.parametrize("params", [{}, {"architecture": "imix", "hidden_sizes": (16, 32),
+                                         "embedding_dim": 8, "projection_sizes": (12, 6),
+                                         "queue_size": 20, "teacher_corruption": 0.2}])
+def test_bare_qmatch_is_the_library_network(params):
+    """The throughput benchmark's bare loop trains what fit trains: same seeds, weights, losses."""
+    estimator = QMatchEncoder(random_state=0, **params)
+    assert _bare_qmatch.fit_seeds(0) == draw_seeds(0, 4)
+    library, criterion = estimator._build_pretext(7, torch.Generator().manual_seed(5))
+    bare = _bare_qmatch.build(estimator, 7, seed=5)
+    generators = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    optimizers = [torch.optim.AdamW(m.parameters(), lr=1e-2) for m in (library, bare)]
+    for step in range(3):
+        x = torch.randn(64, 7, generator=torch.Generator().manual_seed(step))
+        outputs = library(x, generators[0])
+        losses = criterion(outputs), bare.loss(x, generators[1])
+        for loss, optimizer in zip(losses, optimizers, strict=True):
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        library.after_step(outputs)
+        bare.after_step()
+        assert torch.equal(*losses)
+    weights = {k.replace("queue.embeddings", "queue"): v for k, v in library.state_dict().items()}
+    assert weights.keys() == bare.state_dict().keys()
+    assert all(torch.equal(v, bare.state_dict()[k]) for k, v in weights.items())

@@ -194,7 +194,7 @@ def test_a_user_network_of_the_wrong_width_is_refused_early(X):
 
     with pytest.raises(ValueError, match=r"expected \(batch=2, embedding_dim=8\)"):
         METHODS["qmatch"](**user_params(architecture=wrong)).fit(X)
-    with pytest.raises(TypeError, match="must return a torch.nn.Module"):
+    with pytest.raises(TypeError, match=r"must return a torch.nn.Module"):
         METHODS["qmatch"](**user_params(architecture=lambda n, d: "mlp")).fit(X)
     with pytest.raises(ValueError, match="leave it None"):
         METHODS["qmatch"](**user_params(architecture=small_network, hidden_sizes=(8,))).fit(X)

@@ -89,7 +89,7 @@ def datasets(adult, covtype, mnist):
 
 def counts(labels):
     values, numbers = np.unique(np.asarray(labels), return_counts=True)
-    return dict(zip(values.tolist(), numbers.tolist()))
+    return dict(zip(values.tolist(), numbers.tolist(), strict=True))
 
 
 # --- loaders ---------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_download_puts_verified_files_in_place(tmp_path, monkeypatch, adult):
 
 def test_download_with_wrong_checksum_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(_fetch, "_download", fake_download(lambda url: b"<html>moved</html>"))
-    with pytest.raises(_fetch.ChecksumError, match="mnist/t10k-labels-idx1-ubyte.gz"):
+    with pytest.raises(_fetch.ChecksumError, match=r"mnist/t10k-labels-idx1-ubyte.gz"):
         _fetch.fetch_file("mnist.test_labels", tmp_path)
     assert list((tmp_path / "mnist").iterdir()) == []
 
@@ -352,7 +352,7 @@ def test_adult_preprocessor_is_unfitted_and_fits_on_pretext(adult):
     pretext = split.preprocessor.fit_transform(split.pretext.X)
     test = split.preprocessor.transform(split.test.X)  # unseen categories are ignored
     assert pretext.shape[1] == test.shape[1] > 6 + 8
-    assert np.isfinite(test).all() and 0 <= pretext[:, :6].min() and pretext[:, :6].max() <= 1
+    assert np.isfinite(test).all() and pretext[:, :6].min() >= 0 and pretext[:, :6].max() <= 1
 
 
 def test_covtype_preprocessor_scales_only_the_quantitative_columns(covtype):

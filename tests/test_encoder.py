@@ -35,7 +35,7 @@ def test_transform_returns_float32_embeddings_with_names(data, fitted):
     df = pd.DataFrame(data[0], columns=[f"c{i}" for i in range(10)])
     encoder = QMatchEncoder(**tiny_encoder_params()).set_output(transform="pandas")
     out = encoder.fit(df).transform(df)
-    assert isinstance(out, pd.DataFrame) and list(out.columns)[0] == "qmatchencoder0"
+    assert isinstance(out, pd.DataFrame) and out.columns[0] == "qmatchencoder0"
 
 
 def test_fitted_attributes(data, fitted):
@@ -113,7 +113,7 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     module.train()
     x = torch.randn(16, 4)
     outputs = module(x, torch.Generator().manual_seed(1))
-    student, teacher, queue = outputs.student, outputs.teacher, outputs.queue
+    teacher, queue = outputs.teacher, outputs.queue
     # teacher_corruption=0: the teacher saw the clean batch
     with torch.no_grad():
         expected_teacher = torch.nn.functional.normalize(module.teacher(x), dim=1)
@@ -127,7 +127,7 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     before = [p.detach().clone() for p in module.teacher.parameters()]
     student_params = list(module.encoder.parameters()) + list(module.projector.parameters())
     module.after_step(outputs)
-    for old, new, s in zip(before, module.teacher.parameters(), student_params):
+    for old, new, s in zip(before, module.teacher.parameters(), student_params, strict=True):
         torch.testing.assert_close(new, 0.5 * old + 0.5 * s.detach())
     torch.testing.assert_close(module.queue.embeddings[:16], teacher)
     torch.testing.assert_close(module.queue.embeddings[16:], queue[: 64 - 16])
@@ -152,7 +152,7 @@ def test_errors_name_the_problem(data):
     with pytest.raises(ValueError, match="infinity"):
         enc.transform(bad)
     strings = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
-    with pytest.raises(ValueError, match="numeric features.*OneHotEncoder"):
+    with pytest.raises(ValueError, match=r"numeric features.*OneHotEncoder"):
         QMatchEncoder(**tiny_encoder_params()).fit(strings)
     with pytest.raises(ValueError, match="student_corruption"):
         QMatchEncoder(student_corruption=1.5).fit(X)

@@ -60,7 +60,7 @@ def test_with_validation_the_best_finite_epoch_is_restored(X, monkeypatch):
 
 def test_a_fit_with_no_finite_epoch_raises_and_names_lr(X):
     encoder = QMatchEncoder(**tiny_encoder_params(lr=1e30))
-    with pytest.raises(FloatingPointError, match="diverged.*Lower lr"):
+    with pytest.raises(FloatingPointError, match=r"diverged.*Lower lr"):
         encoder.fit(X)
     assert not hasattr(encoder, "network_")
 

@@ -74,7 +74,7 @@ def test_pipeline_on_adult(shared_data):
 def test_sparse_one_hot_output_is_accepted():
     import scipy.sparse as sp
 
-    X, y = make_classification(n_samples=120, n_features=6, random_state=0)
+    X, _ = make_classification(n_samples=120, n_features=6, random_state=0)
     dense = QMatchEncoder(**tiny_encoder_params()).fit(X)
     sparse = QMatchEncoder(**tiny_encoder_params()).fit(sp.csr_matrix(X))
     np.testing.assert_array_equal(sparse.transform(sp.csr_matrix(X)), dense.transform(X))

@@ -91,9 +91,9 @@ def test_ema_update_matches_formula(decay, seed):
     torch.manual_seed(seed)
     student, teacher = nn.Linear(3, 2), nn.Linear(3, 2)
     expected = [decay * pt.detach() + (1 - decay) * ps.detach()
-                for pt, ps in zip(teacher.parameters(), student.parameters())]
+                for pt, ps in zip(teacher.parameters(), student.parameters(), strict=True)]
     ema_update_(teacher.parameters(), student.parameters(), decay)
-    for got, want in zip(teacher.parameters(), expected):
+    for got, want in zip(teacher.parameters(), expected, strict=True):
         torch.testing.assert_close(got.detach(), want)
 
 

@@ -176,7 +176,7 @@ def test_unfitted_estimators_round_trip_their_parameters(make, tmp_path):
     assert type(restored) is type(estimator)
     assert list(restored.get_params()) == list(estimator.get_params())
     for (name, value), (_, restored_value) in zip(
-        estimator.get_params().items(), restored.get_params().items()
+        estimator.get_params().items(), restored.get_params().items(), strict=True
     ):
         assert type(restored_value) is type(value), name
         if isinstance(value, np.random.RandomState):
@@ -225,7 +225,7 @@ def _edit_document(path, edit):
     """Rewrite the JSON document of a save() file as a tamperer would."""
     with safe_open(path, framework="numpy") as file:
         metadata = file.metadata()
-        tensors = {name: file.get_tensor(name) for name in file.keys()}
+        tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (not iterable)
     document = json.loads(metadata["document"])
     edit(document)
     save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
@@ -235,13 +235,13 @@ def test_load_refuses_classes_outside_the_library(fitted_encoder, tmp_path):
     path = tmp_path / "encoder.safetensors"
     save(fitted_encoder, path)
     _edit_document(path, lambda document: document["estimator"].update({"class": "Pipeline"}))
-    with pytest.raises(ValueError, match="Refusing to load class 'Pipeline'.*QMatchEncoder"):
+    with pytest.raises(ValueError, match=r"Refusing to load class 'Pipeline'.*QMatchEncoder"):
         load(path)
 
 
 def test_load_refuses_files_it_did_not_write(fitted_encoder, tmp_path):
     joblib.dump(fitted_encoder, tmp_path / "encoder.joblib")
-    with pytest.raises(ValueError, match="not a file written by qmatch_sklearn.save"):
+    with pytest.raises(ValueError, match=r"not a file written by qmatch_sklearn.save"):
         load(tmp_path / "encoder.joblib")
     save_file({"weight": np.ones(3, np.float32)}, tmp_path / "other.safetensors")
     with pytest.raises(ValueError, match="safetensors file, but not one written by"):
@@ -303,7 +303,7 @@ def test_a_state_holding_a_torch_blob_is_refused_unread(fitted_encoder, tmp_path
     marker = tmp_path / "code-ran"
     state = fitted_encoder.__getstate__()
     state["network_"] = _torch_blob(marker)  # also what earlier versions wrote
-    with pytest.raises(ValueError, match="not as a dict of numeric NumPy arrays.*earlier"):
+    with pytest.raises(ValueError, match=r"not as a dict of numeric NumPy arrays.*earlier"):
         QMatchEncoder.__new__(QMatchEncoder).__setstate__(state)
     assert not marker.exists()
 

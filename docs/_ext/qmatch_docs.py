@@ -59,7 +59,9 @@ _MARKER = re.compile(
 )
 _FALLBACK = re.compile(r"^% fallback: ?(?P<text>.*)$", re.MULTILINE)
 # [text](target) and ![alt](target); targets without spaces, optional "title".
-_LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)")
+_LINK = re.compile(
+    r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)"
+)
 
 
 def _figures():

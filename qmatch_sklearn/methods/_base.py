@@ -87,10 +87,11 @@ def check_shape(owner, name, tensor, expected, symbols):
     """
     shape = tuple(tensor.shape)
     if len(shape) == len(expected) and all(
-        want is None or want == got for want, got in zip(expected, shape)
+        want is None or want == got for want, got in zip(expected, shape, strict=True)
     ):
         return
     wanted = ", ".join(
-        symbol if want is None else f"{symbol}={want}" for symbol, want in zip(symbols, expected)
+        symbol if want is None else f"{symbol}={want}"
+        for symbol, want in zip(symbols, expected, strict=True)
     )
     raise ValueError(f"{owner} expects {name} of shape ({wanted}), got {shape}.")

@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from sklearn.utils._param_validation import Interval
+from torch import nn
 
 from .._base import BasePretextEncoder
 from .._constraints import CORRUPTION_TYPES

@@ -1,0 +1,57 @@
+"""Checks on the rows an estimator is given, before anything trains on them."""
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_numeric_dtype
+from scipy.sparse import issparse
+from sklearn.utils.validation import validate_data
+
+
+def check_features(estimator, X, y="no_validation", *, reset):
+    """``validate_data`` to float32, with a hint when the input holds strings.
+
+    Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
+    CSR: the engine densifies one batch at a time, so a wide one-hot matrix
+    never exists densely in memory.
+    """
+    try:
+        return validate_data(estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr")
+    except ValueError as error:
+        if not holds_non_numbers(X):
+            raise
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric features ({error}). Encode "
+            "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
+        ) from error
+
+
+def holds_non_numbers(X):
+    """Whether dense ``X`` holds values that do not convert to numbers (strings, say).
+
+    Judged from ``X`` itself: a DataFrame's columns of a non-numeric dtype, or
+    an array (or nested list) of strings or objects, tried as float.
+    """
+    if issparse(X):
+        return False
+    if isinstance(X, pd.DataFrame):
+        columns = [X[name].to_numpy() for name in X.columns if not is_numeric_dtype(X[name])]
+    else:
+        try:
+            columns = [np.asarray(X)]
+        except ValueError:  # ragged nested lists: not a matter of numbers
+            return False
+    for column in columns:
+        if column.dtype.kind in "OUS":
+            try:
+                column.astype(np.float64)
+            except (TypeError, ValueError):
+                return True
+    return False
+
+
+def check_two_samples(estimator, n_samples):
+    if n_samples < 2:
+        raise ValueError(
+            f"{type(estimator).__name__} needs at least 2 samples to fit (batch "
+            f"normalisation), got n_samples = {n_samples}."
+        )
