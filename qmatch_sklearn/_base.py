@@ -6,7 +6,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
-from ._engine import PretextNet, all_rows, batched_forward, keep_trained, split_datasets, train_net
+from ._engine import (
+    PretextNet,
+    TrainingSettings,
+    all_rows,
+    batched_forward,
+    keep_trained,
+    split_datasets,
+    train_net,
+)
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
@@ -82,11 +90,11 @@ class BasePretextEncoder(
             module, criterion = self._build_pretext(X.shape[1], init_generator)
         result = train_net(
             PretextNet,
-            self,
             module,
             criterion,
             train_rows,
             valid_rows,
+            TrainingSettings.of(self),
             device=device,
             seed=data_seed,
             monitor="valid_loss",

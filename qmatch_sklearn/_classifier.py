@@ -8,6 +8,7 @@ supervised baseline). Both share the supervised stage in ``BaseHeadClassifier``.
 import copy
 import numbers
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -28,6 +29,7 @@ from ._device import resolve_device
 from ._engine import (
     FineTuneNet,
     TrainingResult,
+    TrainingSettings,
     all_rows,
     batched_forward,
     keep_trained,
@@ -122,6 +124,24 @@ def _unfrozen(encoder):
     return encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
 
 
+@dataclass(frozen=True)
+class _Supervised:
+    """What every head of one ``fit`` trains on: the labeled rows ``X`` and
+    their class indices, the train/validation row selection (or a given
+    validation set ``(X_val, targets_val)``), and the seeds."""
+
+    X: object
+    targets: np.ndarray
+    train: np.ndarray
+    valid: np.ndarray | None
+    validation: tuple | None
+    n_classes: int
+    device: str
+    head_seed: int
+    data_seed: int
+    split_seed: int
+
+
 def _stratify_or_none(y, validation_fraction):
     """Stratify the validation split when every class can appear in both parts."""
     if validation_fraction is None:
@@ -193,57 +213,21 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             train, valid = split_rows(
                 len(targets), fraction, split_seed, stratify=_stratify_or_none(targets, fraction)
             )
+            validation = None
         else:
-            X_val, targets_val = self._check_validation_set(X_val, y_val, label_encoder)
+            validation = self._check_validation_set(X_val, y_val, label_encoder)
             train, valid = np.arange(len(targets)), None
+        supervised = _Supervised(
+            X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
+            len(label_encoder.classes_), device, head_seed, data_seed, split_seed,
+        )
 
         encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
-        X_labeled = X if len(labeled) == X.shape[0] else X[labeled]
-        has_validation = valid is not None or X_val is not None
-        candidates = []
-        for head_kind in self._head_choices(has_validation):
-            frozen = head_kind != FINE_TUNED
-            network = self._starting_network(encoder_network, frozen, device)
-            with isolated_global_rng():
-                head = lecun_normal_(
-                    torch.nn.Linear(embedding_dim, len(label_encoder.classes_)),
-                    torch.Generator().manual_seed(head_seed),
-                ).to(device)
-            if frozen:
-                # A frozen encoder is a fixed feature map: embed once, train the head.
-                def features(rows, network=network):
-                    return batched_forward(network, rows, device, embedding_dim)
-
-                module = head
-            else:
-                def features(rows):
-                    return rows
-
-                network.requires_grad_(True)
-                module = torch.nn.Sequential(network, head)
-            if head_kind == LOGISTIC:
-                result = fit_logistic_head_(head, features(X_labeled), targets, split_seed)
-                candidates.append((result, frozen, torch.nn.Sequential(network, head)))
-                continue
-            train_rows, valid_rows = split_datasets(
-                features(X_labeled), targets, train, valid, device
-            )
-            if X_val is not None:
-                valid_rows = all_rows(features(X_val), targets_val, device)
-            result = train_net(
-                FineTuneNet,
-                self,
-                module,
-                torch.nn.CrossEntropyLoss,
-                train_rows,
-                valid_rows,
-                device=device,
-                seed=data_seed,
-                monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
-                lower_is_better=self.scoring == "loss",
-                classes=np.arange(len(label_encoder.classes_)),
-            )
-            candidates.append((result, frozen, torch.nn.Sequential(network, head)))
+        has_validation = valid is not None or validation is not None
+        candidates = [
+            self._train_head(kind, encoder_network, embedding_dim, supervised)
+            for kind in self._head_choices(has_validation)
+        ]
         # Between a linear and a fine-tuned head, the better validation score wins.
         sign = 1 if self.scoring == "loss" else -1
         result, frozen, network = min(
@@ -254,6 +238,52 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         self._shares_encoder_network = network[0] is encoder_network
         self.classes_ = label_encoder.classes_
         return self
+
+    def _train_head(self, kind, encoder_network, embedding_dim, data):
+        """Train one head of ``kind`` (``LINEAR``, ``LOGISTIC`` or ``FINE_TUNED``);
+        its training result, whether the encoder stayed frozen, and the network."""
+        frozen = kind != FINE_TUNED
+        network = self._starting_network(encoder_network, frozen, data.device)
+        with isolated_global_rng():
+            head = lecun_normal_(
+                torch.nn.Linear(embedding_dim, data.n_classes),
+                torch.Generator().manual_seed(data.head_seed),
+            ).to(data.device)
+        if frozen:
+            # A frozen encoder is a fixed feature map: embed once, train the head.
+            def features(rows):
+                return batched_forward(network, rows, data.device, embedding_dim)
+
+            module = head
+        else:
+            def features(rows):
+                return rows
+
+            network.requires_grad_(True)
+            module = torch.nn.Sequential(network, head)
+        if kind == LOGISTIC:
+            result = fit_logistic_head_(head, features(data.X), data.targets, data.split_seed)
+            return result, frozen, torch.nn.Sequential(network, head)
+        train_rows, valid_rows = split_datasets(
+            features(data.X), data.targets, data.train, data.valid, data.device
+        )
+        if data.validation is not None:
+            X_val, targets_val = data.validation
+            valid_rows = all_rows(features(X_val), targets_val, data.device)
+        result = train_net(
+            FineTuneNet,
+            module,
+            torch.nn.CrossEntropyLoss,
+            train_rows,
+            valid_rows,
+            TrainingSettings.of(self),
+            device=data.device,
+            seed=data.data_seed,
+            monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
+            lower_is_better=self.scoring == "loss",
+            classes=np.arange(data.n_classes),
+        )
+        return result, frozen, torch.nn.Sequential(network, head)
 
     def _head_choices(self, has_validation):
         """The heads to train (the better on validation is kept): ``LINEAR``

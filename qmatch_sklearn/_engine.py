@@ -405,44 +405,66 @@ def batched_forward(module, X, device, out_dim):
     return out
 
 
-def train_net(net_class, estimator, module, criterion, train, valid, *, device, seed, monitor,
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The training parameters an estimator hands to :func:`train_net`
+    (``name`` labels progress output, warnings and errors)."""
+
+    name: str
+    lr: float
+    weight_decay: float
+    batch_size: int
+    max_epochs: int
+    patience: int
+    verbose: int
+
+    @classmethod
+    def of(cls, estimator):
+        """The settings of an estimator of this library (its shared parameters)."""
+        return cls(
+            type(estimator).__name__, estimator.lr, estimator.weight_decay,
+            estimator.batch_size, estimator.max_epochs, estimator.patience, estimator.verbose,
+        )
+
+
+def train_net(net_class, module, criterion, train, valid, settings, *, device, seed, monitor,
               lower_is_better, **net_params):
-    """Fit a skorch net configured from the estimator's shared training parameters.
+    """Fit a skorch net of ``module`` and ``criterion`` under ``settings``.
 
     ``train`` and ``valid`` are :class:`Rows`; ``valid`` may be None, which
     disables early stopping (the last finite epoch is kept). ``monitor``
     names the history column that early stopping watches. Returns a
-    :class:`TrainingResult`; the estimator is only read, never written.
+    :class:`TrainingResult`; the caller stores what it keeps.
     """
     has_validation = valid is not None
-    name = type(estimator).__name__
+    name = settings.name
     net = net_class(
         module,
         criterion=criterion,
         optimizer=torch.optim.AdamW,
-        lr=estimator.lr,
-        weight_decay=estimator.weight_decay,
-        batch_size=estimator.batch_size,
-        max_epochs=estimator.max_epochs,
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
+        batch_size=settings.batch_size,
+        max_epochs=settings.max_epochs,
         train_split=predefined_split(valid) if has_validation else None,
         callbacks=_training_callbacks(
             monitor=monitor if has_validation else None,
             lower_is_better=lower_is_better,
-            patience=estimator.patience,
-            verbose=estimator.verbose,
+            patience=settings.patience,
+            verbose=settings.verbose,
             desc=name,
         ),
         device=device,
-        verbose=int(estimator.verbose >= 2),
+        verbose=int(settings.verbose >= 2),
         generator=torch.Generator(device).manual_seed(seed),
         **net_params,
     )
     net.fit(train, None)
     guard = dict(net.callbacks_)["keep_best"]
-    result, summary = _outcome(name, guard, net.history, estimator.max_epochs, estimator.lr)
+    result, summary = _outcome(name, guard, net.history, settings.max_epochs, settings.lr)
     if has_validation:
         _warn_if_suspect(name, guard, result.n_epochs, len(valid))
-    if estimator.verbose:
+    if settings.verbose:
         print(summary)
     return result
 

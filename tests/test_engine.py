@@ -102,7 +102,7 @@ def test_ctrl_c_during_pretraining_reaches_the_caller(X, monkeypatch):
 def test_ctrl_c_during_fine_tuning_reaches_the_caller(X, monkeypatch):
     encoder = FrozenEstimator(QMatchEncoder(**tiny_encoder_params()).fit(X))
     interrupt_on_step(monkeypatch, FineTuneNet, 7)
-    clf = QMatchClassifier(encoder, max_epochs=200, device="cpu")
+    clf = QMatchClassifier(encoder, freeze_encoder=False, max_epochs=200, device="cpu")
     with pytest.raises(KeyboardInterrupt):
         clf.fit(X, np.arange(N_ROWS) % 2)
     assert not hasattr(clf, "classes_")
@@ -155,7 +155,8 @@ def test_auto_validation_early_stops_only_on_large_data():
     assert "valid_loss" not in small.history_[-1] and small.n_epochs_ == small.best_epoch_ == 2
     large = QMatchEncoder(**auto).fit(X_large)  # 200 validation rows
     assert "valid_loss" in large.history_[-1]
-    clf = QMatchClassifier(QMatchEncoder(**auto), max_epochs=3, device="cpu", random_state=0)
+    clf = QMatchClassifier(QMatchEncoder(**auto), freeze_encoder=True, max_epochs=3,
+                           device="cpu", random_state=0)
     clf.fit(X_large, np.r_[np.arange(100) % 2, np.full(1900, -1)])
     assert "valid_loss" not in clf.history_[-1] and clf.n_epochs_ == 3
 
