@@ -69,7 +69,7 @@ from threadpoolctl import threadpool_limits
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
 
 from ._fewlabel_tables import TABLES, split_table
-from .fewshot import append_rows, read_done
+from .fewshot import append_rows, cpu_model, read_done
 
 RESULTS = Path(__file__).parent / "results" / "fewlabel.csv"
 FIELDS = [
@@ -250,13 +250,7 @@ def library_commit():
 
 
 def machine_description():
-    model = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    return f"{model}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s)"
+    return f"{cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s)"
 
 
 def parse_args(argv=None):

@@ -252,17 +252,21 @@ def describe(estimator):
     return changed
 
 
+def cpu_model():
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's machine type."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def machine_description(budget):
     """CPU model and threads, or the GPU's name when the budget's networks run on one."""
     if budget.pretext.get("device") != "cpu" and torch.cuda.is_available():
         return f"GPU {torch.cuda.get_device_name()}"
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    return f"{model}, {os.cpu_count()} cores, torch {torch.get_num_threads()} thread(s)"
+    return f"{cpu_model()}, {os.cpu_count()} cores, torch {torch.get_num_threads()} thread(s)"
 
 
 def pretrain(run, budget, data, candidate):

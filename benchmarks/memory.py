@@ -19,10 +19,11 @@ compared in one run; results go to ``benchmarks/results/memory.md``.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
+
+from .fewshot import cpu_model
 
 RESULTS = Path(__file__).parent / "results" / "memory.md"
 
@@ -62,13 +63,6 @@ if kind != "dense":
 peak, _ = hwm_and_rss()
 print(json.dumps({"input": size, "dense": n * d * 4, "peak": peak - before}))
 """
-
-
-def cpu_model():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.machine()
 
 
 def measure(library, case):
