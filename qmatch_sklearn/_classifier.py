@@ -456,9 +456,10 @@ class QMatchClassifier(BaseHeadClassifier):
     history_ : skorch.History
         Supervised training history (``train_loss``, ``valid_loss``, ``valid_acc``).
     n_epochs_ : int
-        Supervised epochs run.
+        Supervised epochs run (0 when the head is the cross-validated
+        logistic regression of ``freeze_encoder="auto"`` without validation).
     best_epoch_ : int
-        Supervised epoch whose weights were kept (1-based).
+        Supervised epoch whose weights were kept (1-based; 0 as above).
     device_ : str
         Device the network lives on.
     n_features_in_ : int
