@@ -30,6 +30,8 @@ from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ._split import AUTO_MIN_VALIDATION_ROWS
+
 #: Most rows per forward pass in ``transform``/``predict``.
 INFERENCE_BATCH_SIZE = 8192
 #: Most bytes of float32 input per forward pass: bounds inference memory for
@@ -325,9 +327,9 @@ def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
     return [*callbacks, ("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
 
 
-#: A validation split smaller than this, or a kept epoch this early while
-#: training went on, makes early stopping suspect: ``fit`` warns.
-SMALL_VALIDATION_ROWS = 200
+#: A kept epoch this early while training went on, or a validation split
+#: smaller than the one ``validation_fraction="auto"`` requires, makes early
+#: stopping suspect: ``fit`` warns.
 EARLY_EPOCH = 2
 
 
@@ -337,7 +339,7 @@ def _warn_if_suspect(name, guard, n_epochs, n_valid):
     if guard.monitor is None or guard.diverged_epoch_ is not None:
         return
     best = guard.best_epoch_
-    if n_valid < SMALL_VALIDATION_ROWS:
+    if n_valid < AUTO_MIN_VALIDATION_ROWS:
         why = f"chose epoch {best} of {n_epochs} on a validation split of only {n_valid} rows"
     elif best <= EARLY_EPOCH < n_epochs:
         why = f"kept epoch {best} of {n_epochs}: the validation {guard.monitor} never improved"
