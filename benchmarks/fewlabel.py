@@ -192,8 +192,14 @@ def run_tabnet(data, seed, smoke):
     return classifier.predict(data.Xp_test), {"pretrain_max_epochs": epochs, **epochs_run}
 
 
+#: ``--encoder-params`` / ``--classifier-params``: non-default settings under study (JSON),
+#: recorded in each row's ``details``; empty for the library's defaults.
+ENCODER_PARAMS = {}
+CLASSIFIER_PARAMS = {}
+
+
 def make_encoder(seed, smoke):
-    encoder = QMatchEncoder(random_state=seed)
+    encoder = QMatchEncoder(random_state=seed, **ENCODER_PARAMS)
     return encoder.set_params(**SMOKE_ENCODER) if smoke else encoder
 
 
@@ -206,7 +212,9 @@ def run_qmatch_lr(data, seed, smoke):
 
 
 def run_qmatch_clf(data, seed, smoke):
-    classifier = QMatchClassifier(random_state=seed)
+    classifier = QMatchClassifier(random_state=seed, **CLASSIFIER_PARAMS)
+    if ENCODER_PARAMS:
+        classifier.set_params(encoder=make_encoder(seed, smoke=False))
     if smoke:
         classifier.set_params(encoder=make_encoder(seed, smoke), **SMOKE_HEAD)
     classifier.fit(data.Xp_train, np.where(data.labeled, data.y_train, -1))
@@ -227,6 +235,8 @@ def evaluate(contender, data, seed, smoke):
     predicted, details = RUNNERS[contender](data, seed, smoke)
     seconds = time.perf_counter() - start
     epochs = {name: details.pop(name, "") for name in _EPOCH_FIELDS}
+    if contender in OURS and (ENCODER_PARAMS or CLASSIFIER_PARAMS):
+        details.update(encoder_params=ENCODER_PARAMS, classifier_params=CLASSIFIER_PARAMS)
     return {
         "accuracy": round(100 * accuracy_score(data.y_test, predicted), 4),
         "balanced_accuracy": round(100 * balanced_accuracy_score(data.y_test, predicted), 4),
@@ -267,16 +277,24 @@ def parse_args(argv=None):
                         help="start no new cell after this many minutes")
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS/OpenMP threads")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--encoder-params", type=json.loads, default={},
+                        help="JSON dict of QMatchEncoder parameters under study")
+    parser.add_argument("--classifier-params", type=json.loads, default={},
+                        help="JSON dict of QMatchClassifier parameters under study")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny networks, 2-3 epochs: tests the harness, not the methods")
     args = parser.parse_args(argv)
     if args.config is None:
         args.config = "smoke" if args.smoke else "defaults"
+    if (args.encoder_params or args.classifier_params) and args.config == "defaults":
+        parser.error("--encoder-params/--classifier-params need their own --config label")
     return args
 
 
 def main(argv=None):
     args = parse_args(argv)
+    ENCODER_PARAMS.update(args.encoder_params)
+    CLASSIFIER_PARAMS.update(args.classifier_params)
     torch.set_num_threads(args.threads)
     start = time.monotonic()
     commit, machine = library_commit(), machine_description()

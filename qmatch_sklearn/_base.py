@@ -1,8 +1,10 @@
 """The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
+import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
@@ -32,8 +34,8 @@ class BasePretextEncoder(
     """Base class of the self-supervised encoders (not for direct use).
 
     A method subclasses it with an explicit keyword-only ``__init__`` that
-    stores its own parameters and the shared ones (``NETWORK_CONSTRAINTS``
-    and ``TRAINING_CONSTRAINTS``, in that order) and nothing else, a numpydoc
+    stores its own parameters and the shared ones (``NETWORK_CONSTRAINTS``,
+    ``passthrough`` and ``TRAINING_CONSTRAINTS``, in that order) and nothing else, a numpydoc
     docstring that documents all of them, ``_parameter_constraints`` for its
     own parameters, and ``_build_pretext(n_features, generator)`` returning
     ``(PretextModule, loss module)``. Everything else (validation, seeding,
@@ -42,7 +44,11 @@ class BasePretextEncoder(
     shared parameters keep the same defaults and documentation everywhere.
     """
 
-    _parameter_constraints = {**NETWORK_CONSTRAINTS, **TRAINING_CONSTRAINTS}
+    _parameter_constraints = {
+        **NETWORK_CONSTRAINTS,
+        "passthrough": ["boolean"],
+        **TRAINING_CONSTRAINTS,
+    }
 
     def _network_skeleton(self):
         return self._encoder_skeleton()
@@ -116,11 +122,38 @@ class BasePretextEncoder(
         Returns
         -------
         Z : ndarray of shape (n_samples, embedding_dim)
-            The float32 embeddings z of the rows.
+            The float32 embeddings z of the rows; with ``passthrough=True``,
+            of shape (n_samples, n_features_in_ + embedding_dim): the rows
+            followed by their embeddings, a CSR matrix when ``X`` is sparse.
         """
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
-        return batched_forward(self.network_, X, self.device_, self._n_features_out)
+        Z = batched_forward(self.network_, X, self.device_, self._n_features_out)
+        if not self.passthrough:
+            return Z
+        if sp.issparse(X):
+            return sp.hstack([X, Z], format="csr", dtype=np.float32)
+        return np.hstack([X, Z])
+
+    def get_feature_names_out(self, input_features=None):
+        """Get the names of the columns of ``transform``'s output.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Input feature names, checked against ``feature_names_in_``; only
+            used with ``passthrough=True``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str
+            ``"<class name lower-cased><i>"`` for the embedding's columns,
+            after the input feature names with ``passthrough=True``.
+        """
+        embedding_names = super().get_feature_names_out()
+        if not self.passthrough:
+            return embedding_names
+        return np.concatenate([_check_feature_names_in(self, input_features), embedding_names])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

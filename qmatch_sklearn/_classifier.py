@@ -36,7 +36,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
+from ._networks import EncoderNetworkMixin, WithInput, isolated_global_rng, lecun_normal_
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
@@ -117,6 +117,12 @@ def labeled_mask(y):
             "y holds the string '-1'; unlabeled rows are marked with the integer -1."
         )
     return np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
+
+
+def _head_input(encoder, network):
+    """What the head sees: the encoder's network, beside the input features
+    when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
+    return WithInput(network) if encoder.passthrough else network
 
 
 def _unfrozen(encoder):
@@ -534,7 +540,7 @@ class QMatchClassifier(BaseHeadClassifier):
                 f"{fitted.n_features_in_} features."
             )
         self.encoder_ = encoder
-        return fitted.network_, fitted.embedding_dim
+        return _head_input(fitted, fitted.network_), self._embedding_dim()
 
     def _head_choices(self, has_validation):
         if self.freeze_encoder == "auto":
@@ -555,10 +561,12 @@ class QMatchClassifier(BaseHeadClassifier):
 
     def _encoder_skeleton(self):
         encoder = _unfrozen(self.encoder_)
-        return encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
+        network = encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
+        return _head_input(encoder, network)
 
     def _embedding_dim(self):
-        return _unfrozen(self.encoder_).embedding_dim
+        encoder = _unfrozen(self.encoder_)
+        return encoder.embedding_dim + (encoder.n_features_in_ if encoder.passthrough else 0)
 
 
 class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):

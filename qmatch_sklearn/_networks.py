@@ -197,6 +197,18 @@ def lecun_normal_(module, generator):
     return module
 
 
+class WithInput(nn.Module):
+    """``x -> [x, encoder(x)]``: the head of a classifier whose encoder has
+    ``passthrough=True`` sees the input features beside the embedding."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, x):
+        return torch.cat([x, self.encoder(x)], dim=1)
+
+
 class EncoderNetworkMixin:
     """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
 

@@ -98,7 +98,7 @@ def test_every_estimator_writes_its_own_init():
 
 @pytest.mark.parametrize("cls", ENCODERS, ids=lambda cls: cls.__name__)
 def test_encoders_list_method_parameters_then_shared_ones(cls):
-    shared = [*NETWORK_CONSTRAINTS, *TRAINING_CONSTRAINTS]
+    shared = [*NETWORK_CONSTRAINTS, "passthrough", *TRAINING_CONSTRAINTS]
     names = list(_signature_defaults(cls))
     assert names[-len(shared):] == shared
     assert set(names) == set(cls._parameter_constraints), "one constraint per parameter"
@@ -173,7 +173,7 @@ def _descriptions(cls):
 @pytest.mark.parametrize(
     "family, shared",
     [
-        (ENCODERS, [*NETWORK_CONSTRAINTS, *TRAINING_CONSTRAINTS]),
+        (ENCODERS, [*NETWORK_CONSTRAINTS, "passthrough", *TRAINING_CONSTRAINTS]),
         (CLASSIFIERS, [*TRAINING_CONSTRAINTS, "scoring"]),
     ],
     ids=["encoders", "classifiers"],

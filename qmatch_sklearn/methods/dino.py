@@ -179,6 +179,13 @@ class DINOEncoder(BasePretextEncoder):
         ``qmatch_sklearn.save`` refuses it.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
+    passthrough : bool, default=False
+        When True, ``transform`` returns each row's input features followed by
+        its embedding, ``[X, z]`` (sparse when ``X`` is sparse), as
+        ``passthrough`` does in scikit-learn's ``StackingClassifier``: a
+        linear model downstream then sees the raw features as well, and can
+        do at least about as well as on them alone. A ``QMatchClassifier``
+        built on such an encoder gives its head both too.
     lr : float, default=1e-3
         AdamW learning rate of the pretext task.
     weight_decay : float, default=0.0
@@ -276,6 +283,7 @@ class DINOEncoder(BasePretextEncoder):
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
+        passthrough=False,
         lr=1e-3,
         weight_decay=0.0,
         batch_size=512,
@@ -297,6 +305,7 @@ class DINOEncoder(BasePretextEncoder):
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
+        self.passthrough = passthrough
         self.lr = lr
         self.weight_decay = weight_decay
         self.batch_size = batch_size
