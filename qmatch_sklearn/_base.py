@@ -17,6 +17,12 @@ from ._engine import (
     split_datasets,
     train_net,
 )
+from ._missing import (
+    check_missing_columns,
+    fill_and_indicate,
+    indicated_features,
+    missing_values_layer,
+)
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
@@ -37,7 +43,7 @@ class BasePretextEncoder(
     stores its own parameters and the shared ones (``NETWORK_CONSTRAINTS``,
     ``passthrough`` and ``TRAINING_CONSTRAINTS``, in that order) and nothing else, a numpydoc
     docstring that documents all of them, ``_parameter_constraints`` for its
-    own parameters, and ``_build_pretext(n_features, generator)`` returning
+    own parameters, and ``_build_pretext(n_features, generator, missing)`` returning
     ``(PretextModule, loss module)``. Everything else (validation, seeding,
     the training engine, transform) lives here, and saving in
     ``PersistenceMixin``. ``tests/test_api_contract.py`` checks that the
@@ -53,7 +59,7 @@ class BasePretextEncoder(
     def _network_skeleton(self):
         return self._encoder_skeleton()
 
-    def _build_pretext(self, n_features, generator):  # pragma: no cover - abstract
+    def _build_pretext(self, n_features, generator, missing):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def fit(self, X, y=None, X_val=None):
@@ -80,6 +86,7 @@ class BasePretextEncoder(
         self._validate_params()
         X = check_features(self, X, reset=True)
         check_two_samples(self, X.shape[0])
+        missing = missing_values_layer(X)
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         if X_val is None:
@@ -88,12 +95,13 @@ class BasePretextEncoder(
             train_rows, valid_rows = split_datasets(X, None, train, valid, device)
         else:
             X_val = check_features(self, X_val, reset=False)
+            check_missing_columns(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
 
         with isolated_global_rng():
             init_generator = torch.Generator().manual_seed(init_seed)
-            module, criterion = self._build_pretext(X.shape[1], init_generator)
+            module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
         result = train_net(
             PretextNet,
             module,
@@ -108,6 +116,7 @@ class BasePretextEncoder(
             valid_seed=valid_seed,
         )
         keep_trained(self, module.encoder, result, device)
+        self.missing_features_ = indicated_features(missing)
         self._n_features_out = self.embedding_dim
         return self
 
@@ -123,14 +132,19 @@ class BasePretextEncoder(
         -------
         Z : ndarray of shape (n_samples, embedding_dim)
             The float32 embeddings z of the rows; with ``passthrough=True``,
-            of shape (n_samples, n_features_in_ + embedding_dim): the rows
-            followed by their embeddings, a CSR matrix when ``X`` is sparse.
+            the rows (missing entries filled, then an indicator column per
+            feature of ``missing_features_``) followed by their embeddings, a
+            CSR matrix when ``X`` is sparse.
         """
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
+        missing = self._missing_values_layer()
+        check_missing_columns(self, X, missing is not None)
         Z = batched_forward(self.network_, X, self.device_, self._n_features_out)
         if not self.passthrough:
             return Z
+        if missing is not None:
+            X = fill_and_indicate(X, missing)
         if sp.issparse(X):
             return sp.hstack([X, Z], format="csr", dtype=np.float32)
         return np.hstack([X, Z])
@@ -147,16 +161,25 @@ class BasePretextEncoder(
         Returns
         -------
         feature_names_out : ndarray of str
-            ``"<class name lower-cased><i>"`` for the embedding's columns,
-            after the input feature names with ``passthrough=True``.
+            ``"<class name lower-cased><i>"`` for the embedding's columns;
+            with ``passthrough=True`` after the input feature names and, for
+            each feature in ``missing_features_``, ``"missingindicator_<name>"``.
         """
         embedding_names = super().get_feature_names_out()
         if not self.passthrough:
             return embedding_names
-        return np.concatenate([_check_feature_names_in(self, input_features), embedding_names])
+        input_names = _check_feature_names_in(self, input_features)
+        indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_features_]
+        return np.concatenate([input_names, np.asarray(indicator_names, dtype=object),
+                               embedding_names])
+
+    def _missing_values_layer(self):
+        """The network's :class:`~._missing.MissingValues` input layer, or None."""
+        return self.network_[0] if len(self.missing_features_) else None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = True
         tags.transformer_tags.preserves_dtype = ["float32"]
         return tags

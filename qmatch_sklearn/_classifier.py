@@ -36,6 +36,12 @@ from ._engine import (
     split_datasets,
     train_net,
 )
+from ._missing import (
+    check_missing_columns,
+    has_missing,
+    indicated_features,
+    missing_values_layer,
+)
 from ._networks import EncoderNetworkMixin, WithInput, isolated_global_rng, lecun_normal_
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
@@ -122,7 +128,9 @@ def labeled_mask(y):
 def _head_input(encoder, network):
     """What the head sees: the encoder's network, beside the input features
     when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
-    return WithInput(network) if encoder.passthrough else network
+    if not encoder.passthrough:
+        return network
+    return WithInput(network, network[0] if len(encoder.missing_features_) else None)
 
 
 def _unfrozen(encoder):
@@ -183,6 +191,7 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = True
         return tags
 
     def fit(self, X, y, X_val=None, y_val=None):
@@ -221,7 +230,7 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             )
             validation = None
         else:
-            validation = self._check_validation_set(X_val, y_val, label_encoder)
+            validation = self._check_validation_set(X, X_val, y_val, label_encoder)
             train, valid = np.arange(len(targets)), None
         supervised = _Supervised(
             X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
@@ -312,11 +321,13 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             )
         return label_encoder, label_encoder.transform(y_labeled).astype(np.int64)
 
-    def _check_validation_set(self, X_val, y_val, label_encoder):
-        """The validation rows as float32 and their labels as class indices."""
+    def _check_validation_set(self, X, X_val, y_val, label_encoder):
+        """The validation rows as float32 and their labels as class indices
+        (``X``: the training rows, whose missing values ``X_val`` may have)."""
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
         X_val = check_features(self, X_val, reset=False)
+        check_missing_columns(self, X_val, has_missing(X))
         y_val = np.asarray(y_val)
         if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(
@@ -333,6 +344,7 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     def _logits(self, X):
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
+        check_missing_columns(self, X, self._fitted_with_missing())
         return batched_forward(self.network_, X, self.device_, len(self.classes_))
 
     def decision_function(self, X):
@@ -566,7 +578,12 @@ class QMatchClassifier(BaseHeadClassifier):
 
     def _embedding_dim(self):
         encoder = _unfrozen(self.encoder_)
-        return encoder.embedding_dim + (encoder.n_features_in_ if encoder.passthrough else 0)
+        if not encoder.passthrough:
+            return encoder.embedding_dim
+        return encoder.n_features_in_ + len(encoder.missing_features_) + encoder.embedding_dim
+
+    def _fitted_with_missing(self):
+        return len(_unfrozen(self.encoder_).missing_features_) > 0
 
 
 class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
@@ -637,6 +654,10 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at transform or predict is then an error).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -686,9 +707,14 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
         self.verbose = verbose
 
     def _encoder_network(self, X, seed, device):
+        missing = missing_values_layer(X)
         with isolated_global_rng():
-            network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed))
+            network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
+        self.missing_features_ = indicated_features(missing)
         return network.to(device), self.embedding_dim
 
     def _embedding_dim(self):
         return self.embedding_dim
+
+    def _fitted_with_missing(self):
+        return len(self.missing_features_) > 0

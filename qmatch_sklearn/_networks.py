@@ -16,6 +16,8 @@ import math
 import torch
 from torch import nn
 
+from ._missing import missing_values_skeleton
+
 #: Layer widths of the paper's i-Mix encoder (2048-2048-4096-4096-8192, maxout 4).
 IMIX_HIDDEN_SIZES = (2048, 2048, 4096, 4096, 8192)
 #: Hidden widths of the default ``"mlp"`` encoder: small enough for a CPU.
@@ -199,24 +201,34 @@ def lecun_normal_(module, generator):
 
 class WithInput(nn.Module):
     """``x -> [x, encoder(x)]``: the head of a classifier whose encoder has
-    ``passthrough=True`` sees the input features beside the embedding."""
+    ``passthrough=True`` sees the input features beside the embedding; with
+    ``missing`` (the encoder's :class:`~._missing.MissingValues` layer), the
+    filled features and their missing indicators instead of ``x``."""
 
-    def __init__(self, encoder):
+    def __init__(self, encoder, missing=None):
         super().__init__()
         self.encoder = encoder
+        self.missing = missing
 
     def forward(self, x):
-        return torch.cat([x, self.encoder(x)], dim=1)
+        inputs = x if self.missing is None else self.missing(x)
+        return torch.cat([inputs, self.encoder(x)], dim=1)
 
 
 class EncoderNetworkMixin:
     """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
 
-    def _build_encoder(self, n_features, generator):
-        return build_encoder(
-            n_features, self.hidden_sizes, self.embedding_dim, self.architecture, generator
-        )
+    def _build_encoder(self, n_features, generator, missing=None):
+        """The encoder for rows of ``n_features`` columns, behind ``missing`` (a
+        :class:`~._missing.MissingValues` layer) when the rows have missing values."""
+        width = n_features if missing is None else missing.n_outputs
+        encoder = build_encoder(width, self.hidden_sizes, self.embedding_dim, self.architecture,
+                                generator)
+        return encoder if missing is None else nn.Sequential(missing, encoder)
 
     def _encoder_skeleton(self):
         """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
-        return self._build_encoder(self.n_features_in_, torch.Generator())
+        missing = None
+        if len(self.missing_features_):
+            missing = missing_values_skeleton(self.n_features_in_, self.missing_features_)
+        return self._build_encoder(self.n_features_in_, torch.Generator(), missing)

@@ -12,10 +12,14 @@ def check_features(estimator, X, y="no_validation", *, reset):
 
     Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
     CSR: the engine densifies one batch at a time, so a wide one-hot matrix
-    never exists densely in memory.
+    never exists densely in memory. Missing values (NaN) pass: the networks
+    take them natively (``_missing.py``); infinity raises.
     """
     try:
-        return validate_data(estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr")
+        return validate_data(
+            estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr",
+            ensure_all_finite="allow-nan",
+        )
     except ValueError as error:
         if not holds_non_numbers(X):
             raise

@@ -79,7 +79,19 @@ CASES = {
     "X_val and y_val of other lengths": (classifier(), (X, Y_SEMI), ValueError,
                                          "same, non-zero number of rows",
                                          {"X_val": X[:10], "y_val": Y[:9]}),
-    "X with NaN": (encoder(), (np.where(X > 2, np.nan, X),), ValueError, "NaN"),
+    "X with infinity": (encoder(), (np.where(X > 2, np.inf, X),), ValueError, "infinity"),
+    "X with an all-NaN column": (
+        encoder(), (np.where(np.arange(X.shape[1]) == 2, np.nan, X),), ValueError,
+        r"Column\(s\) \[2\] of X have no observed value",
+    ),
+    "X_val with NaN, X without": (encoder(), (X,), ValueError, "X has missing values",
+                                  {"X_val": np.where(X[:10] > 1, np.nan, X[:10])}),
+    "classifier X_val with NaN, X without": (
+        classifier(), (X, Y_SEMI), ValueError, "X has missing values",
+        {"X_val": np.where(X[:10] > 1, np.nan, X[:10]), "y_val": Y[:10]}),
+    "classifier X with an all-NaN column": (
+        classifier(), (np.where(np.arange(X.shape[1]) == 0, np.nan, X), Y_SEMI), ValueError,
+        r"Column\(s\) \[0\] of X have no observed value"),
     "X with strings": (encoder(), (np.full((5, 2), "a"),), ValueError,
                        "needs numeric features"),
 }

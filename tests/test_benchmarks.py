@@ -229,7 +229,7 @@ def test_bare_qmatch_is_the_library_network(params):
     """The throughput benchmark's bare loop trains what fit trains: same seeds, weights, losses."""
     estimator = QMatchEncoder(random_state=0, **params)
     assert _bare_qmatch.fit_seeds(0) == draw_seeds(0, 4)
-    library, criterion = estimator._build_pretext(7, torch.Generator().manual_seed(5))
+    library, criterion = estimator._build_pretext(7, torch.Generator().manual_seed(5), None)
     bare = _bare_qmatch.build(estimator, 7, seed=5)
     generators = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
     optimizers = [torch.optim.AdamW(m.parameters(), lr=1e-2) for m in (library, bare)]

@@ -94,7 +94,7 @@ def test_every_method_returns_named_outputs_its_loss_reads(name):
     method's loss module turns into a scalar."""
     estimator = METHODS[name](**tiny_method_params(name))
     generator = torch.Generator().manual_seed(0)
-    module, loss = estimator._build_pretext(5, generator)
+    module, loss = estimator._build_pretext(5, generator, None)
     assert isinstance(loss, torch.nn.Module)
     outputs = module(torch.randn(16, 5, generator=generator), generator)
     assert isinstance(outputs, tuple) and hasattr(outputs, "_fields")
@@ -119,7 +119,7 @@ def test_every_corrupting_method_takes_its_kind_from_corruption_type(name, monke
     estimator = METHODS[name](**tiny_method_params(name, corruption_type="zero"))
     assert estimator.get_params()["corruption_type"] == "zero"
     generator = torch.Generator().manual_seed(0)
-    module, loss = estimator._build_pretext(5, generator)
+    module, loss = estimator._build_pretext(5, generator, None)
     loss(module(torch.randn(16, 5, generator=generator), generator))
     assert calls, f"{name} did not corrupt through corruption_type"
 

@@ -180,6 +180,10 @@ class IMixEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at transform is then an error).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -248,8 +252,8 @@ class IMixEncoder(BasePretextEncoder):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_pretext(self, n_features, generator):
-        encoder = self._build_encoder(n_features, generator)
+    def _build_pretext(self, n_features, generator, missing):
+        encoder = self._build_encoder(n_features, generator, missing)
         projector = lecun_normal_(MLP(self.embedding_dim, tuple(self.projection_sizes)), generator)
         module = IMixModule(encoder, projector, self.alpha)
         return module, IMixNPairLoss(self.temperature)

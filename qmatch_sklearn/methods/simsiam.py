@@ -163,6 +163,10 @@ class SimSiamEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at transform is then an error).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -235,9 +239,9 @@ class SimSiamEncoder(BasePretextEncoder):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_pretext(self, n_features, generator):
+    def _build_pretext(self, n_features, generator, missing):
         sizes = tuple(self.projection_sizes)
-        encoder = self._build_encoder(n_features, generator)
+        encoder = self._build_encoder(n_features, generator, missing)
         projector = lecun_normal_(simsiam_projector(self.embedding_dim, sizes), generator)
         predictor = lecun_normal_(MLP(sizes[-1], (int(self.predictor_width), sizes[-1])), generator)
         module = SimSiamModule(

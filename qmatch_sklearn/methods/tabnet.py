@@ -24,11 +24,17 @@ def tabnet_loss(reconstruction, x, mask):
 
     s_j is the batch standard deviation of feature j (its batch mean where the
     deviation is zero, as in TabNet's code), floored at 1e-3; the loss is
-    normalised by the number of masked entries, as in the reference.
+    normalised by the number of masked entries, as in the reference. Missing
+    entries (NaN in ``x``) count neither in s_j nor in the sums: there is no
+    value to reconstruct.
     """
-    mask = mask.to(x.dtype)
-    std = x.std(dim=0, unbiased=False)
-    scale = std.where(std > 0, x.mean(dim=0)).clamp_min(1e-3)
+    observed = ~torch.isnan(x)
+    counts = observed.sum(dim=0).clamp_min(1)
+    x = torch.where(observed, x, 0.0)
+    mean = x.sum(dim=0) / counts
+    std = ((torch.where(observed, x - mean, 0.0) ** 2).sum(dim=0) / counts).sqrt()
+    scale = std.where(std > 0, mean).clamp_min(1e-3)
+    mask = (mask & observed).to(x.dtype)
     squared = ((reconstruction - x) / scale) ** 2 * mask
     return squared.sum() / (mask.sum() + 1e-3)
 
@@ -158,6 +164,10 @@ class TabNetEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at transform is then an error).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -223,8 +233,8 @@ class TabNetEncoder(BasePretextEncoder):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_pretext(self, n_features, generator):
-        encoder = self._build_encoder(n_features, generator)
+    def _build_pretext(self, n_features, generator, missing):
+        encoder = self._build_encoder(n_features, generator, missing)
         decoder = lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
         module = TabNetModule(encoder, decoder, self.corruption, self.corruption_type)
         return module, TabNetLoss()

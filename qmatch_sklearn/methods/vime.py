@@ -15,6 +15,7 @@ from torch import nn
 from .._base import BasePretextEncoder
 from .._constraints import CORRUPTION_TYPES
 from .._corruption import corrupt
+from .._missing import observed_mean_squares
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
 
@@ -26,12 +27,13 @@ def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     """L = l_m + alpha * l_r (VIME eq. 4), averaged over the batch.
 
     l_m = sum_j BCE(m_hat_j, m_j) is summed over features; l_r = mean of
-    (x_hat - x)^2 over all entries, with the clean row as the target.
+    (x_hat - x)^2 over the observed entries, with the clean row as the
+    target (a missing entry has no value to reconstruct).
     """
     mask_loss = F.binary_cross_entropy_with_logits(
         mask_logits, mask.to(mask_logits.dtype), reduction="sum"
     )
-    return mask_loss / len(x) + alpha * F.mse_loss(reconstruction, x)
+    return mask_loss / len(x) + alpha * observed_mean_squares(reconstruction, x)
 
 
 class VIMEOutput(NamedTuple):
@@ -179,6 +181,10 @@ class VIMEEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at transform is then an error).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -247,10 +253,10 @@ class VIMEEncoder(BasePretextEncoder):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_pretext(self, n_features, generator):
+    def _build_pretext(self, n_features, generator, missing):
         def head():
             return lecun_normal_(MLP(self.embedding_dim, (HEAD_WIDTH, n_features)), generator)
 
-        encoder = self._build_encoder(n_features, generator)
+        encoder = self._build_encoder(n_features, generator, missing)
         module = VIMEModule(encoder, head(), head(), self.corruption, self.corruption_type)
         return module, VIMELoss(self.alpha)

@@ -1,0 +1,157 @@
+"""Missing values, natively (``_missing.py``): the input layer, the losses that skip
+missing entries, and every estimator fitted and used on rows with NaN."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.datasets import load_wine
+from sklearn.preprocessing import StandardScaler
+
+import qmatch_sklearn
+from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
+from qmatch_sklearn._missing import (
+    fill_and_indicate,
+    missing_values_layer,
+    observed_mean_squares,
+)
+from qmatch_sklearn.methods.tabnet import tabnet_loss
+
+from .conftest import tiny_encoder_params, tiny_method_params
+
+
+def with_holes(X, rate, seed=0):
+    """``X`` with a share ``rate`` of its entries set to NaN, the first column kept whole."""
+    holes = np.random.RandomState(seed).rand(*X.shape) < rate
+    holes[:, 0] = False
+    return np.where(holes, np.nan, X).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X).astype(np.float32), y
+
+
+finite = st.floats(-1e3, 1e3, width=32)
+rows_with_holes = arrays(np.float32, st.tuples(st.integers(2, 12), st.integers(1, 5)),
+                         elements=st.one_of(finite, st.just(np.nan)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows_with_holes)
+def test_the_layer_fills_with_observed_means_and_flags_missing_entries(X):
+    if np.isnan(X).all(axis=0).any():
+        with pytest.raises(ValueError, match="no observed value"):
+            missing_values_layer(X)
+        return
+    layer = missing_values_layer(X)
+    if not np.isnan(X).any():
+        assert layer is None
+        return
+    isnan = np.isnan(X)
+    np.testing.assert_allclose(layer.fill_values.numpy(), np.nanmean(X.astype(np.float64), axis=0),
+                               rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(layer.indicated.numpy(), np.flatnonzero(isnan.any(axis=0)))
+    out = layer(torch.from_numpy(X)).numpy()
+    np.testing.assert_array_equal(out[:, : X.shape[1]][~isnan], X[~isnan])
+    np.testing.assert_array_equal(out[:, X.shape[1] :], isnan[:, isnan.any(axis=0)])
+    assert np.isfinite(out).all()
+    # transform's NumPy and SciPy versions give what the network receives
+    np.testing.assert_array_equal(fill_and_indicate(X, layer), out)
+    sparse = fill_and_indicate(sp.csr_matrix(np.where(isnan, np.nan, X)), layer)
+    np.testing.assert_array_equal(sparse.toarray(), out)
+
+
+def test_sparse_and_dense_rows_give_the_same_layer(wine):
+    X = with_holes(wine[0], 0.2)
+    dense, sparse = missing_values_layer(X), missing_values_layer(sp.csr_matrix(X))
+    np.testing.assert_allclose(sparse.fill_values, dense.fill_values, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(sparse.indicated, dense.indicated)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows_with_holes, st.integers(0, 2**31 - 1))
+def test_reconstruction_losses_score_observed_entries_only(x, seed):
+    x = torch.from_numpy(x).double()
+    prediction = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed)).double()
+    observed = ~torch.isnan(x)
+    loss = observed_mean_squares(prediction, x)
+    expected = ((prediction - x)[observed] ** 2).mean() if observed.any() else torch.tensor(0.0)
+    torch.testing.assert_close(loss, expected.double())
+    # what a missing entry's prediction is does not matter
+    moved = prediction.where(observed, prediction + 100.0)
+    torch.testing.assert_close(observed_mean_squares(moved, x), loss)
+    mask = torch.ones_like(observed)
+    torch.testing.assert_close(tabnet_loss(moved, x, mask), tabnet_loss(prediction, x, mask))
+
+
+def test_without_missing_values_the_losses_are_the_usual_ones():
+    generator = torch.Generator().manual_seed(0)
+    x, prediction = torch.randn(16, 5, generator=generator), torch.randn(16, 5, generator=generator)
+    mask = torch.rand(16, 5, generator=generator) < 0.3
+    torch.testing.assert_close(observed_mean_squares(prediction, x),
+                               torch.nn.functional.mse_loss(prediction, x))
+    scale = x.std(dim=0, unbiased=False).clamp_min(1e-3)
+    usual = (((prediction - x) / scale) ** 2 * mask).sum() / (mask.sum() + 1e-3)
+    torch.testing.assert_close(tabnet_loss(prediction, x, mask), usual)
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_trains_and_embeds_rows_with_missing_values(name, wine):
+    X = with_holes(wine[0], 0.3)
+    kept = X.copy()
+    encoder = METHODS[name](**tiny_method_params(name, max_epochs=2)).fit(X)
+    np.testing.assert_array_equal(X, kept)  # the user's array is not filled in place
+    assert np.isfinite(encoder.history_[:, "train_loss"]).all()
+    np.testing.assert_array_equal(encoder.missing_features_, np.arange(1, X.shape[1]))
+    Z = encoder.transform(X)
+    assert np.isfinite(Z).all()
+    # a NaN in the column that had none at fit is filled (it has no indicator)
+    X_new = X.copy()
+    X_new[:5, 0] = np.nan
+    assert np.isfinite(encoder.transform(X_new)).all()
+
+
+def test_a_missing_entry_is_not_the_same_as_its_fill_value(wine):
+    X = with_holes(wine[0], 0.3)
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    filled = np.where(np.isnan(X), encoder.network_[0].fill_values.numpy(), X)
+    assert not np.allclose(encoder.transform(filled), encoder.transform(X))
+
+
+@pytest.mark.parametrize(
+    "classifier",
+    [
+        QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), random_state=0, device="cpu"),
+        QMatchClassifier(QMatchEncoder(passthrough=True, **tiny_encoder_params()),
+                         freeze_encoder=False, validation_fraction=0.3, max_epochs=3,
+                         random_state=0, device="cpu"),
+        SupervisedMLPClassifier(hidden_sizes=(16,), embedding_dim=8, max_epochs=3,
+                                validation_fraction=0.3, random_state=0, device="cpu"),
+    ],
+    ids=["qmatch-logistic", "qmatch-passthrough-fine-tuned", "supervised-mlp"],
+)
+def test_classifiers_fit_predict_and_save_with_missing_values(classifier, wine, tmp_path):
+    X, y = wine
+    X = with_holes(X, 0.3)
+    if isinstance(classifier, QMatchClassifier):
+        y = np.where(np.arange(len(y)) % 3 == 0, y, -1)
+    classifier.fit(X, y)
+    proba = classifier.predict_proba(X)
+    assert np.isfinite(proba).all()
+    path = tmp_path / "classifier.qmatch"
+    qmatch_sklearn.save(classifier, path)
+    np.testing.assert_array_equal(qmatch_sklearn.load(path).predict_proba(X), proba)
+
+
+def test_a_classifier_fitted_without_missing_values_refuses_them(wine):
+    X, y = wine
+    classifier = SupervisedMLPClassifier(hidden_sizes=(16,), embedding_dim=8, max_epochs=2,
+                                         random_state=0, device="cpu").fit(X, y)
+    assert len(classifier.missing_features_) == 0
+    with pytest.raises(ValueError, match=r"X has missing values.*SimpleImputer"):
+        classifier.predict(with_holes(X, 0.1))
