@@ -1,6 +1,7 @@
 """Self-supervised representation learning for tabular data, in scikit-learn."""
 
 from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+from ._feature_groups import one_hot_groups
 from ._persistence import InconsistentVersionWarning, load, save
 from ._search_space import paper_param_grid
 from ._version import __version__
@@ -31,6 +32,7 @@ __all__ = [
     "VIMEEncoder",
     "__version__",
     "load",
+    "one_hot_groups",
     "paper_param_grid",
     "save",
 ]

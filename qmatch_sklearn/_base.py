@@ -27,7 +27,7 @@ from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._validation import check_features, check_two_samples
+from ._validation import check_features, check_two_samples, column_groups
 
 
 class BasePretextEncoder(
@@ -87,6 +87,7 @@ class BasePretextEncoder(
         X = check_features(self, X, reset=True)
         check_two_samples(self, X.shape[0])
         missing = missing_values_layer(X)
+        groups = column_groups(self, getattr(self, "feature_groups", None), X.shape[1])
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         if X_val is None:
@@ -102,6 +103,8 @@ class BasePretextEncoder(
         with isolated_global_rng():
             init_generator = torch.Generator().manual_seed(init_seed)
             module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
+        if groups is not None:
+            module.corruption_groups = torch.from_numpy(groups)
         result = train_net(
             PretextNet,
             module,

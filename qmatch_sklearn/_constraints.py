@@ -62,6 +62,23 @@ MAX_LR = 1e30
 #: The ``corruption_type`` values: the kinds registered in ``_corruption.CORRUPTIONS``.
 CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))
 
+def _is_feature_groups(value):
+    return (
+        isinstance(value, (list, tuple))
+        and all(isinstance(group, (list, tuple)) and len(group) > 0 for group in value)
+        and all(
+            isinstance(column, (Integral, str)) and not isinstance(column, bool)
+            for group in value
+            for column in group
+        )
+    )
+
+
+#: ``feature_groups``: which column indices or names exist is checked at fit time.
+FEATURE_GROUPS = Satisfies(
+    _is_feature_groups, "a list of non-empty lists of column indices or column names"
+)
+
 #: Parameters of the encoder network.
 NETWORK_CONSTRAINTS = {
     "hidden_sizes": [None, LAYER_SIZES],

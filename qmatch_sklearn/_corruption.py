@@ -2,29 +2,48 @@
 
 Every method that corrupts rows goes through :func:`corrupt`, with the kind
 chosen by the estimators' ``corruption_type`` parameter. A kind is one
-function ``(x, p, generator) -> (x_tilde, mask)`` registered in
-:data:`CORRUPTIONS`: adding one there (e.g. one that respects missing-value
-masks or categorical groups) makes it available to every method at once.
+function ``(x, p, generator, groups) -> (x_tilde, mask)`` registered in
+:data:`CORRUPTIONS`: adding one there makes it available to every method at
+once.
+
+``groups`` (the estimators' ``feature_groups``) gives each column a group id
+in 0..G-1: a group is corrupted as one unit (one draw per row and group), e.g.
+the one-hot columns of one categorical feature, so that a corrupted row still
+has exactly one category on. None makes every column its own group, and then
+the draws are exactly those of the per-column definitions.
 """
 
 import torch
 
 
-def vime_corruption(x, p, generator=None):
-    """Corrupt each entry of ``x`` with probability ``p``.
+def _per_group(draws, groups):
+    """Per-group draws of shape (batch, G) spread over the columns of each group."""
+    return draws if groups is None else draws[:, groups]
+
+
+def _n_groups(x, groups):
+    return x.shape[1] if groups is None else int(groups.max()) + 1
+
+
+def vime_corruption(x, p, generator=None, groups=None):
+    """Corrupt each entry (each group of ``groups``) of ``x`` with probability ``p``.
 
     Implements x~ = m * x_bar + (1 - m) * x with m_ij ~ Bernoulli(p) i.i.d. and
     x_bar[:, j] a random permutation of column j of the batch, so a corrupted
     value is a draw (without replacement) from that column's empirical
     marginal in the batch (VIME, Yoon et al., NeurIPS 2020, section 4.1: the
-    view generator of Q-Match and most baselines). One-hot columns are
-    shuffled independently, as in the Q-Match authors' code.
+    view generator of Q-Match and most baselines). Without ``groups``,
+    one-hot columns are shuffled independently, as in the Q-Match authors'
+    code; with them, m and the permutation are drawn per group, so a
+    corrupted group takes all its values from one other row.
 
     Parameters
     ----------
     x : Tensor of shape (batch, n_features)
     p : float in [0, 1]
     generator : torch.Generator on ``x.device``, optional
+    groups : LongTensor of shape (n_features,), optional
+        Each column's group id in 0..G-1.
 
     Returns
     -------
@@ -33,22 +52,23 @@ def vime_corruption(x, p, generator=None):
     """
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
-    n, d = x.shape
-    mask = torch.rand(n, d, device=x.device, generator=generator) < p
-    # argsort of i.i.d. uniforms gives an independent permutation per column
-    perm = torch.rand(n, d, device=x.device, generator=generator).argsort(dim=0)
-    x_bar = torch.gather(x, 0, perm)
+    n, g = len(x), _n_groups(x, groups)
+    mask = _per_group(torch.rand(n, g, device=x.device, generator=generator) < p, groups)
+    # argsort of i.i.d. uniforms gives an independent permutation per column (group)
+    perm = torch.rand(n, g, device=x.device, generator=generator).argsort(dim=0)
+    x_bar = torch.gather(x, 0, _per_group(perm, groups))
     return torch.where(mask, x_bar, x), mask
 
 
-def zero_corruption(x, p, generator=None):
-    """TabNet's masking: each entry is set to 0 with probability ``p``.
+def zero_corruption(x, p, generator=None, groups=None):
+    """TabNet's masking: each entry (each group of ``groups``) is set to 0 with probability ``p``.
 
     Returns ``(x_tilde, mask)`` like :func:`vime_corruption`.
     """
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
-    mask = torch.rand(x.shape, device=x.device, generator=generator) < p
+    draws = torch.rand(len(x), _n_groups(x, groups), device=x.device, generator=generator)
+    mask = _per_group(draws < p, groups)
     return x.masked_fill(mask, 0.0), mask
 
 
@@ -56,8 +76,8 @@ def zero_corruption(x, p, generator=None):
 CORRUPTIONS = {"vime": vime_corruption, "zero": zero_corruption}
 
 
-def corrupt(kind, x, p, generator=None):
-    """Corrupt each entry of ``x`` with probability ``p`` in the way ``kind`` names.
+def corrupt(kind, x, p, generator=None, groups=None):
+    """Corrupt each entry (group) of ``x`` with probability ``p`` in the way ``kind`` names.
 
     Parameters
     ----------
@@ -66,10 +86,12 @@ def corrupt(kind, x, p, generator=None):
     x : Tensor of shape (batch, n_features)
     p : float in [0, 1]
     generator : torch.Generator on ``x.device``, optional
+    groups : LongTensor of shape (n_features,), optional
+        Each column's group id in 0..G-1 (see the module docstring).
 
     Returns
     -------
     x_tilde : Tensor, same shape as ``x``
     mask : Tensor of bool, True where an entry was corrupted
     """
-    return CORRUPTIONS[kind](x, p, generator)
+    return CORRUPTIONS[kind](x, p, generator, groups)

@@ -59,3 +59,44 @@ def check_two_samples(estimator, n_samples):
             f"{type(estimator).__name__} needs at least 2 samples to fit (batch "
             f"normalisation), got n_samples = {n_samples}."
         )
+
+
+def column_groups(estimator, feature_groups, n_features):
+    """``feature_groups`` as each column's group id in 0..G-1 (a column in no
+    group is a group of its own), or None when there are no groups.
+
+    Names are looked up in ``feature_names_in_`` (set by :func:`check_features`).
+    Raises a ValueError for an unknown name or index, or a column in two groups.
+    """
+    if feature_groups is None:
+        return None
+    names = getattr(estimator, "feature_names_in_", None)
+    positions = {name: j for j, name in enumerate(names)} if names is not None else {}
+    group_of = np.full(n_features, -1, dtype=np.int64)
+    for g, group in enumerate(feature_groups):
+        for column in group:
+            if isinstance(column, str):
+                if column not in positions:
+                    where = "among X's columns" if names is not None else (
+                        "because X has no column names (pass a DataFrame, or indices)")
+                    raise ValueError(
+                        f"feature_groups names the column {column!r}, which is not {where}."
+                    )
+                j = positions[column]
+            else:
+                j = int(column)
+                if not -n_features <= j < n_features:
+                    raise ValueError(
+                        f"feature_groups has the column index {j}, but X has {n_features} "
+                        "columns."
+                    )
+                j %= n_features
+            if group_of[j] != -1:
+                raise ValueError(
+                    f"Column {column!r} is in two groups of feature_groups (groups "
+                    f"{int(group_of[j])} and {g}); each column can be in one group only."
+                )
+            group_of[j] = g
+    alone = np.flatnonzero(group_of == -1)
+    group_of[alone] = len(feature_groups) + np.arange(len(alone))
+    return group_of

@@ -92,6 +92,10 @@ CASES = {
     "classifier X with an all-NaN column": (
         classifier(), (np.where(np.arange(X.shape[1]) == 0, np.nan, X), Y_SEMI), ValueError,
         r"Column\(s\) \[0\] of X have no observed value"),
+    "feature_groups with a column out of range": (
+        encoder(feature_groups=[[0, 99]]), (X,), ValueError, "index 99"),
+    "feature_groups naming columns of an array": (
+        encoder(feature_groups=[["a", "b"]]), (X,), ValueError, "X has no column names"),
     "X with strings": (encoder(), (np.full((5, 2), "a"),), ValueError,
                        "needs numeric features"),
 }

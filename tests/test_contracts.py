@@ -111,9 +111,9 @@ def test_every_corrupting_method_takes_its_kind_from_corruption_type(name, monke
     """The kind is a parameter of every method that corrupts, and goes through the registry."""
     calls = []
 
-    def spy(x, p, generator=None):
+    def spy(x, p, generator=None, groups=None):
         calls.append(p)
-        return _corruption.zero_corruption(x, p, generator)
+        return _corruption.zero_corruption(x, p, generator, groups)
 
     monkeypatch.setitem(_corruption.CORRUPTIONS, "zero", spy)
     estimator = METHODS[name](**tiny_method_params(name, corruption_type="zero"))
@@ -126,6 +126,7 @@ def test_every_corrupting_method_takes_its_kind_from_corruption_type(name, monke
 
 def test_imix_has_no_corruption_parameter():
     assert "corruption_type" not in METHODS["imix"]().get_params()
+    assert "feature_groups" not in METHODS["imix"]().get_params()
 
 
 def test_an_unknown_corruption_type_is_refused_early():

@@ -22,12 +22,20 @@ class PretextModule(nn.Module):
       structure (momentum teachers, queues); it is not called during
       validation.
 
-    ``encoder`` is what the fitted estimator keeps for ``transform``.
+    ``encoder`` is what the fitted estimator keeps for ``transform``. Views
+    are corrupted through :meth:`corrupt`, which applies the estimator's
+    ``corruption_type`` and its ``feature_groups`` (the ``corruption_groups``
+    buffer, set by the estimator; None: every column on its own).
     """
 
     def __init__(self, encoder):
         super().__init__()
         self.encoder = encoder
+        self.register_buffer("corruption_groups", None, persistent=False)
+
+    def corrupt(self, x, p, generator):
+        """``x`` corrupted with probability ``p`` (see :func:`~.._corruption.corrupt`)."""
+        return corrupt(self.corruption_type, x, p, generator, self.corruption_groups)
 
     def forward(self, x, generator):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -36,15 +44,15 @@ class PretextModule(nn.Module):
         """Hook for state updated outside the gradient step; nothing by default."""
 
 
-def two_views(x, p, generator, kind="vime"):
-    """Two independent corruptions of the batch (SimCLR, SimSiam, VICReg, DINO).
+def two_views(module, x, p, generator):
+    """Two independent corruptions of the batch by ``module`` (SimCLR, SimSiam,
+    VICReg, DINO; see :meth:`PretextModule.corrupt`).
 
-    ``kind`` is the ``corruption_type`` (see :func:`~qmatch_sklearn._corruption.corrupt`).
     The Q-Match authors' code freezes the second view's mask for the whole
     run (an artefact of JAX tracing, see docs/baselines.md); here both views
     are drawn afresh at every step.
     """
-    return corrupt(kind, x, p, generator)[0], corrupt(kind, x, p, generator)[0]
+    return module.corrupt(x, p, generator)[0], module.corrupt(x, p, generator)[0]
 
 
 class TwoViewOutput(NamedTuple):
@@ -64,7 +72,7 @@ class TwoViewModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
+        view_a, view_b = two_views(self, x, self.corruption, generator)
         return TwoViewOutput(self.head(self.encoder(view_a)), self.head(self.encoder(view_b)))
 
 

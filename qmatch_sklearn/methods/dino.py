@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
 from ._base import PretextModule, check_shape, soft_cross_entropy, two_views
@@ -120,7 +120,7 @@ class DINOModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        view_a, view_b = two_views(x, self.corruption, generator, self.corruption_type)
+        view_a, view_b = two_views(self, x, self.corruption, generator)
         s_a, s_b = self.head(self.encoder(view_a)), self.head(self.encoder(view_b))
         with torch.no_grad():
             t_a, t_b = self.teacher(view_a), self.teacher(view_b)
@@ -158,6 +158,15 @@ class DINOEncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     projection_sizes : tuple of int, default=(2048, 2048, 256)
         Widths of the head's MLP (the last is its bottleneck).
     n_prototypes : int, default=4096
@@ -268,6 +277,7 @@ class DINOEncoder(BasePretextEncoder):
         "center_momentum": [Interval(Real, 0, 1, closed="both")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
         "projection_sizes": [LAYER_SIZES],
         "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     }
@@ -282,6 +292,7 @@ class DINOEncoder(BasePretextEncoder):
         center_momentum=0.9,
         corruption=0.3,
         corruption_type="vime",
+        feature_groups=None,
         projection_sizes=(2048, 2048, 256),
         n_prototypes=4096,
         hidden_sizes=None,
@@ -304,6 +315,7 @@ class DINOEncoder(BasePretextEncoder):
         self.center_momentum = center_momentum
         self.corruption = corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.projection_sizes = projection_sizes
         self.n_prototypes = n_prototypes
         self.hidden_sizes = hidden_sizes

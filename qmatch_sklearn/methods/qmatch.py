@@ -14,8 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
-from .._corruption import corrupt
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
 from .._ema import ema_update_, make_teacher
 from .._networks import MLP, lecun_normal_
 from .._queue import EmbeddingQueue
@@ -96,6 +95,7 @@ class QMatchModule(PretextModule):
     def __init__(
         self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay,
         corruption_type="vime",
+        feature_groups=None,
     ):
         super().__init__(encoder)
         self.projector = projector
@@ -107,8 +107,8 @@ class QMatchModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        student_view, _ = corrupt(self.corruption_type, x, self.student_corruption, generator)
-        teacher_view, _ = corrupt(self.corruption_type, x, self.teacher_corruption, generator)
+        student_view, _ = self.corrupt(x, self.student_corruption, generator)
+        teacher_view, _ = self.corrupt(x, self.teacher_corruption, generator)
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
             teacher = F.normalize(self.teacher(teacher_view), dim=1)
@@ -148,6 +148,15 @@ class QMatchEncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
@@ -256,6 +265,7 @@ class QMatchEncoder(BasePretextEncoder):
         "student_corruption": [Interval(Real, 0, 1, closed="both")],
         "teacher_corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
     }
     _paper_search_space = {
@@ -274,6 +284,7 @@ class QMatchEncoder(BasePretextEncoder):
         student_corruption=0.3,
         teacher_corruption=0.0,
         corruption_type="vime",
+        feature_groups=None,
         ema_decay=0.9,
         hidden_sizes=None,
         architecture="mlp",
@@ -296,6 +307,7 @@ class QMatchEncoder(BasePretextEncoder):
         self.student_corruption = student_corruption
         self.teacher_corruption = teacher_corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.ema_decay = ema_decay
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture

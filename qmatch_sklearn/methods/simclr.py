@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
 from .._networks import MLP, lecun_normal_
 from ._base import TwoViewModule, check_shape
 
@@ -71,6 +71,15 @@ class SimCLREncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss.
     hidden_sizes : tuple of int, default=None
@@ -175,6 +184,7 @@ class SimCLREncoder(BasePretextEncoder):
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
         "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
@@ -185,6 +195,7 @@ class SimCLREncoder(BasePretextEncoder):
         temperature=0.1,
         corruption=0.3,
         corruption_type="vime",
+        feature_groups=None,
         projection_sizes=(512, 128),
         hidden_sizes=None,
         architecture="mlp",
@@ -203,6 +214,7 @@ class SimCLREncoder(BasePretextEncoder):
         self.temperature = temperature
         self.corruption = corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.projection_sizes = projection_sizes
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture

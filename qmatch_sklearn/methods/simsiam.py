@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, LAYER_SIZES
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
 from .._networks import MLP, hidden_block, lecun_normal_
 from ._base import TwoViewModule, check_shape
 
@@ -89,6 +89,15 @@ class SimSiamEncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     projection_sizes : tuple of int, default=(2048, 2048, 2048)
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
@@ -195,6 +204,7 @@ class SimSiamEncoder(BasePretextEncoder):
         **BasePretextEncoder._parameter_constraints,
         "corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
         "projection_sizes": [LAYER_SIZES],
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }
@@ -205,6 +215,7 @@ class SimSiamEncoder(BasePretextEncoder):
         *,
         corruption=0.3,
         corruption_type="vime",
+        feature_groups=None,
         projection_sizes=(2048, 2048, 2048),
         predictor_width=512,
         hidden_sizes=None,
@@ -223,6 +234,7 @@ class SimSiamEncoder(BasePretextEncoder):
     ):
         self.corruption = corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.projection_sizes = projection_sizes
         self.predictor_width = predictor_width
         self.hidden_sizes = hidden_sizes

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
 from ._base import TwoViewModule, check_shape
 
 
@@ -97,6 +97,15 @@ class VICRegEncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -201,6 +210,7 @@ class VICRegEncoder(BasePretextEncoder):
         "covariance_weight": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -212,6 +222,7 @@ class VICRegEncoder(BasePretextEncoder):
         covariance_weight=1.0,
         corruption=0.3,
         corruption_type="vime",
+        feature_groups=None,
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -231,6 +242,7 @@ class VICRegEncoder(BasePretextEncoder):
         self.covariance_weight = covariance_weight
         self.corruption = corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim

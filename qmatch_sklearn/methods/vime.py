@@ -13,8 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES
-from .._corruption import corrupt
+from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
 from .._missing import observed_mean_squares
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
@@ -89,7 +88,7 @@ class VIMEModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        corrupted, mask = corrupt(self.corruption_type, x, self.corruption, generator)
+        corrupted, mask = self.corrupt(x, self.corruption, generator)
         z = self.encoder(corrupted)
         return VIMEOutput(self.decoder(z), self.mask_estimator(z), x, mask)
 
@@ -111,6 +110,15 @@ class VIMEEncoder(BasePretextEncoder):
         column in another row of the batch (VIME's corruption, which the
         Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
         masking).
+    feature_groups : list of lists of int or str, default=None
+        Columns corrupted as one unit, by index or (for a DataFrame) name:
+        a corrupted group takes all its values from the same other row
+        ("vime") or is zeroed as a whole ("zero"), with probability the
+        corruption rate per group, e.g. the one-hot columns of one
+        categorical feature, so that a corrupted row keeps exactly one
+        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
+        fitted ColumnTransformer. Columns in no group are corrupted on their
+        own. None: every column on its own, as in the paper.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -213,6 +221,7 @@ class VIMEEncoder(BasePretextEncoder):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "corruption": [Interval(Real, 0, 1, closed="both")],
         "corruption_type": [CORRUPTION_TYPES],
+        "feature_groups": [None, FEATURE_GROUPS],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
@@ -222,6 +231,7 @@ class VIMEEncoder(BasePretextEncoder):
         alpha=1.0,
         corruption=0.3,
         corruption_type="vime",
+        feature_groups=None,
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -239,6 +249,7 @@ class VIMEEncoder(BasePretextEncoder):
         self.alpha = alpha
         self.corruption = corruption
         self.corruption_type = corruption_type
+        self.feature_groups = feature_groups
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim
