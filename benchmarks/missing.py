@@ -18,7 +18,7 @@ every row, train and test, removed completely at random (seeded by the seed). Pe
 Categorical columns are most-frequent-imputed and one-hot encoded in every contender:
 the comparison is about numeric missing values. Results are appended to
 ``benchmarks/results/missing.csv``; (table, seed, missing, contender) already there are
-skipped. ``python -m benchmarks.missing_report`` writes ``missing.md``.
+skipped. ``python -m benchmarks.realtables_report`` writes ``missing.md``.
 
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.missing --data-home ../shared/data
 """
@@ -37,10 +37,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 
-from qmatch_sklearn import QMatchEncoder
-
 from ._fewlabel_tables import TABLES, split_table
-from .fewlabel import _as_object, fit_logistic, library_commit, machine_description
+from .fewlabel import _as_object, fit_logistic, library_commit, machine_description, make_encoder
 from .fewshot import append_rows, read_done
 
 RESULTS = Path(__file__).parent / "results" / "missing.csv"
@@ -91,7 +89,7 @@ def numeric_missing_pct(X):
     return round(100 * float(numeric.isna().to_numpy().mean()), 2) if numeric.size else 0.0
 
 
-def run(contender, data, seed):
+def run(contender, data, seed, smoke=False):
     prep = preprocessor(NUMERIC_STEPS[INPUT_OF[contender]]())
     X_train = prep.fit_transform(_as_object(data.X_train)).astype(np.float32)
     X_test = prep.transform(_as_object(data.X_test)).astype(np.float32)
@@ -99,7 +97,7 @@ def run(contender, data, seed):
     if contender == "logreg_imputed":
         model, _ = fit_logistic(X_train[data.labeled], y_labeled, seed)
         return model.predict(X_test)
-    encoder = QMatchEncoder(random_state=seed).fit(X_train)
+    encoder = make_encoder(seed, smoke).fit(X_train)
     model, _ = fit_logistic(encoder.transform(X_train[data.labeled]), y_labeled, seed)
     return model.predict(encoder.transform(X_test))
 
@@ -113,6 +111,8 @@ def parse_args(argv=None):
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--max-minutes", type=float, default=None)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny networks, 2 epochs: tests the harness, not the methods")
     return parser.parse_args(argv)
 
 
@@ -133,12 +133,14 @@ def main(argv=None):
                     data = split_table(TABLES[table], seed, args.data_home)
                     if missing != "real":
                         data = remove_entries(data, int(missing) / 100, seed)
+                    elif numeric_missing_pct(data.X_train) == 0:
+                        continue  # nothing missing: every contender sees the same rows
                     for contender in todo:
                         if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
                             print(f"stopping: --max-minutes {args.max_minutes} reached")
                             return
                         began = time.perf_counter()
-                        predicted = run(contender, data, seed)
+                        predicted = run(contender, data, seed, args.smoke)
                         row = {
                             "table": table, "seed": seed, "missing": missing,
                             "contender": contender, "commit": commit,
