@@ -24,6 +24,7 @@ from ._missing import (
     missing_values_layer,
 )
 from ._networks import EncoderNetworkMixin, isolated_global_rng
+from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
@@ -121,6 +122,10 @@ class BasePretextEncoder(
         keep_trained(self, module.encoder, result, device)
         self.missing_features_ = indicated_features(missing)
         self._n_features_out = self.embedding_dim
+        # for passthrough=True (set now or later): the embedding block's balance
+        inputs = X if missing is None else fill_and_indicate(X, missing)
+        Z = batched_forward(self.network_, X, self.device_, self.embedding_dim)
+        self.embedding_mean_, self.embedding_scale_ = embedding_balance(inputs, Z)
         return self
 
     def transform(self, X):
@@ -136,8 +141,10 @@ class BasePretextEncoder(
         Z : ndarray of shape (n_samples, embedding_dim)
             The float32 embeddings z of the rows; with ``passthrough=True``,
             the rows (missing entries filled, then an indicator column per
-            feature of ``missing_features_``) followed by their embeddings, a
-            CSR matrix when ``X`` is sparse.
+            feature of ``missing_features_``) followed by their embeddings
+            standardised and scaled to the rows' total variance
+            (``embedding_mean_``, ``embedding_scale_``), a CSR matrix when
+            ``X`` is sparse.
         """
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
@@ -148,6 +155,7 @@ class BasePretextEncoder(
             return Z
         if missing is not None:
             X = fill_and_indicate(X, missing)
+        Z = balanced(Z, self.embedding_mean_, self.embedding_scale_)
         if sp.issparse(X):
             return sp.hstack([X, Z], format="csr", dtype=np.float32)
         return np.hstack([X, Z])

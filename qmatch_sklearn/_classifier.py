@@ -42,7 +42,8 @@ from ._missing import (
     indicated_features,
     missing_values_layer,
 )
-from ._networks import EncoderNetworkMixin, WithInput, isolated_global_rng, lecun_normal_
+from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
+from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
@@ -130,7 +131,8 @@ def _head_input(encoder, network):
     when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
     if not encoder.passthrough:
         return network
-    return WithInput(network, network[0] if len(encoder.missing_features_) else None)
+    missing = network[0] if len(encoder.missing_features_) else None
+    return WithInput(network, encoder.embedding_mean_, encoder.embedding_scale_, missing)
 
 
 def _unfrozen(encoder):

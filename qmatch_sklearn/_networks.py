@@ -199,22 +199,6 @@ def lecun_normal_(module, generator):
     return module
 
 
-class WithInput(nn.Module):
-    """``x -> [x, encoder(x)]``: the head of a classifier whose encoder has
-    ``passthrough=True`` sees the input features beside the embedding; with
-    ``missing`` (the encoder's :class:`~._missing.MissingValues` layer), the
-    filled features and their missing indicators instead of ``x``."""
-
-    def __init__(self, encoder, missing=None):
-        super().__init__()
-        self.encoder = encoder
-        self.missing = missing
-
-    def forward(self, x):
-        inputs = x if self.missing is None else self.missing(x)
-        return torch.cat([inputs, self.encoder(x)], dim=1)
-
-
 class EncoderNetworkMixin:
     """Builds the encoder network of an estimator with the ``NETWORK_CONSTRAINTS`` parameters."""
 

@@ -10,6 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder
+from qmatch_sklearn._passthrough import balanced, column_variances, embedding_balance
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -30,7 +31,12 @@ def test_transform_puts_the_input_before_the_embedding(name, wine):
     assert Z.shape == (len(X), X.shape[1] + plain.embedding_dim)
     assert Z.dtype == np.float32
     np.testing.assert_array_equal(Z[:, : X.shape[1]], X)
-    np.testing.assert_array_equal(Z[:, X.shape[1] :], plain.transform(X))
+    # the embedding, standardised over the fit rows and scaled to the input's total variance
+    embedding = plain.transform(X)
+    np.testing.assert_allclose(
+        Z[:, X.shape[1] :], (embedding - embedding.mean(0)) / embedding.std(0)
+        * np.sqrt(X.var(0).sum() / plain.embedding_dim), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(Z[:, X.shape[1] :].var(0).sum(), X.var(0).sum(), rtol=1e-3)
 
 
 def test_sparse_input_gives_sparse_output(wine):
@@ -77,6 +83,15 @@ def test_the_classifier_head_sees_the_input_and_survives_saving(
     path = tmp_path / "classifier.qmatch"
     qmatch_sklearn.save(classifier, path)
     np.testing.assert_array_equal(qmatch_sklearn.load(path).predict_proba(X), proba)
+
+
+def test_the_balance_keeps_constant_columns_and_sparse_variances():
+    Z = np.c_[np.arange(6.0), np.full(6, 3.0)]
+    X = np.c_[np.arange(6.0), np.zeros(6)]
+    mean, scale = embedding_balance(X, Z)
+    out = balanced(Z, mean, scale)
+    assert np.isfinite(out).all() and np.allclose(out[:, 1], 0)
+    np.testing.assert_allclose(column_variances(sp.csr_matrix(X)), column_variances(X))
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):

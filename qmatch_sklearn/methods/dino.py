@@ -193,8 +193,11 @@ class DINOEncoder(BasePretextEncoder):
         its embedding, ``[X, z]`` (sparse when ``X`` is sparse), as
         ``passthrough`` does in scikit-learn's ``StackingClassifier``: a
         linear model downstream then sees the raw features as well, and can
-        do at least about as well as on them alone. A ``QMatchClassifier``
-        built on such an encoder gives its head both too.
+        lean on either. The embedding block is standardised and scaled to
+        the input block's total variance over the fit rows
+        (``embedding_mean_``, ``embedding_scale_``), so that neither drowns
+        the other in an L2-penalised model. A ``QMatchClassifier`` built on
+        such an encoder gives its head the same.
     lr : float, default=1e-3
         AdamW learning rate of the pretext task.
     weight_decay : float, default=0.0
@@ -245,6 +248,10 @@ class DINOEncoder(BasePretextEncoder):
         Input features that had missing values (NaN) at fit, each with an
         indicator channel at the network's input; empty when ``X`` had none
         (NaN at transform is then an error).
+    embedding_mean_ : ndarray of shape (embedding_dim,)
+        Mean embedding over the fit rows (``passthrough=True`` centres by it).
+    embedding_scale_ : ndarray of shape (embedding_dim,)
+        The factor ``passthrough=True`` multiplies the centred embedding by.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

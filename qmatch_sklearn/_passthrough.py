@@ -1,0 +1,60 @@
+"""``passthrough=True``: the input features beside the embedding, on one footing.
+
+A linear model on ``[x, z]`` (a downstream logistic regression, or the head of a
+``QMatchClassifier``) penalises every weight alike, so the scale of each block
+decides which one it leans on. The embedding's scale is whatever pretraining
+left; on the few-label suite an unscaled ``z`` drowned ``x`` (attrition: 81.7%
+against 83.9% for logistic regression on ``x`` alone). The embedding block is
+therefore standardised with its mean and deviation over the fit rows and
+scaled so that its total variance equals that of the input block:
+
+    z_balanced = (z - mean(z)) / std(z) * sqrt(sum_j var(x_j) / embedding_dim)
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+
+def column_variances(X):
+    """Per-column variance of dense or CSR ``X`` (no NaN)."""
+    if not sp.issparse(X):
+        return np.var(X, axis=0, dtype=np.float64)
+    mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+    squares = np.asarray(X.multiply(X).mean(axis=0), dtype=np.float64).ravel()
+    return np.maximum(squares - mean**2, 0.0)
+
+
+def embedding_balance(inputs, Z):
+    """``(mean, scale)`` with ``(Z - mean) * scale`` standardised per column and
+    of total variance ``sum_j var(inputs_j)`` (the module docstring's formula)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    std = Z.std(axis=0)
+    std = np.where(std > 1e-12, std, 1.0)
+    total = column_variances(inputs).sum()
+    per_column = np.sqrt(total / Z.shape[1]) if total > 0 else 1.0
+    return Z.mean(axis=0).astype(np.float32), (per_column / std).astype(np.float32)
+
+
+def balanced(Z, mean, scale):
+    return ((Z - mean) * scale).astype(np.float32)
+
+
+class WithInput(nn.Module):
+    """``x -> [x, (encoder(x) - mean) * scale]``: the head of a classifier whose
+    encoder has ``passthrough=True`` sees what that encoder's ``transform``
+    returns. With ``missing`` (the encoder's
+    :class:`~._missing.MissingValues` layer) the filled features and their
+    missing indicators stand for ``x``."""
+
+    def __init__(self, encoder, mean, scale, missing=None):
+        super().__init__()
+        self.encoder = encoder
+        self.missing = missing
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32))
+        self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32))
+
+    def forward(self, x):
+        inputs = x if self.missing is None else self.missing(x)
+        return torch.cat([inputs, (self.encoder(x) - self.mean) * self.scale], dim=1)
