@@ -12,7 +12,7 @@ from qmatch_sklearn import (
     QMatchEncoder,
     SupervisedMLPClassifier,
     _base,
-    _classifier,
+    _head,
 )
 from qmatch_sklearn._validation import holds_non_numbers
 
@@ -108,8 +108,10 @@ def no_training(monkeypatch):
     def train_net(*args, **kwargs):
         raise AssertionError("training started before the bad input was reported")
 
+    # the encoders' fit (_base) and the supervised stage of every classifier and
+    # regressor (_head) are the only callers
     monkeypatch.setattr(_base, "train_net", train_net)
-    monkeypatch.setattr(_classifier, "train_net", train_net)
+    monkeypatch.setattr(_head, "train_net", train_net)
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
