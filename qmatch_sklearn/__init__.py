@@ -3,6 +3,7 @@
 from ._classifier import QMatchClassifier, SupervisedMLPClassifier
 from ._feature_groups import one_hot_groups
 from ._persistence import InconsistentVersionWarning, load, save
+from ._regressor import QMatchRegressor, SupervisedMLPRegressor
 from ._search_space import paper_param_grid
 from ._version import __version__
 from .methods import (
@@ -24,9 +25,11 @@ __all__ = [
     "InconsistentVersionWarning",
     "QMatchClassifier",
     "QMatchEncoder",
+    "QMatchRegressor",
     "SimCLREncoder",
     "SimSiamEncoder",
     "SupervisedMLPClassifier",
+    "SupervisedMLPRegressor",
     "TabNetEncoder",
     "VICRegEncoder",
     "VIMEEncoder",

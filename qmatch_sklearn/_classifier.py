@@ -2,60 +2,42 @@
 
 ``QMatchClassifier`` starts from a self-supervised encoder (pretrained on all
 rows); ``SupervisedMLPClassifier`` starts from random weights (the paper's
-supervised baseline). Both share the supervised stage in ``BaseHeadClassifier``.
+supervised baseline). The supervised stage is shared with the regressors
+(``_head.py``); ``BaseHeadClassifier`` adds what is particular to classes:
+labels with -1 for unlabeled rows, a stratified validation split, the
+cross-entropy, a logistic head, probabilities.
 """
 
-import copy
 import numbers
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 from skorch.history import History
 
-from ._base import BasePretextEncoder
-from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS, Satisfies
-from ._device import resolve_device
-from ._engine import (
-    FineTuneNet,
-    TrainingResult,
-    TrainingSettings,
-    all_rows,
-    batched_forward,
-    keep_trained,
-    split_datasets,
-    train_net,
+from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
+from ._engine import FineTuneNet, TrainingResult
+from ._head import (
+    PRETRAINED_ENCODER_CONSTRAINTS,
+    BaseHeadEstimator,
+    PretrainedEncoderMixin,
+    RandomInitMixin,
 )
-from ._missing import (
-    check_missing_columns,
-    has_missing,
-    indicated_features,
-    missing_values_layer,
-)
-from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
-from ._passthrough import WithInput
-from ._persistence import PersistenceMixin
-from ._seeding import draw_seeds
-from ._split import resolve_validation_fraction, split_rows
-from ._validation import check_features, check_two_samples
-from .methods import QMatchEncoder
+from ._validation import check_features
 
 UNLABELED = -1
-#: The heads a classifier can train: a linear layer on the frozen encoder
-#: (AdamW, the paper's linear evaluation), the same fitted as a logistic
-#: regression whose C is chosen by cross-validation on the labeled rows, and
-#: encoder plus linear layer fine-tuned together.
-LINEAR, LOGISTIC, FINE_TUNED = "linear", "logistic", "fine-tuned"
+#: The head a classifier fits in closed form (``freeze_encoder="auto"``
+#: without validation): a logistic regression on the frozen encoder, its C
+#: chosen by cross-validation on the labeled rows. The other heads
+#: (``_head.LINEAR``, ``_head.FINE_TUNED``) train with AdamW.
+LOGISTIC = "logistic"
 
 
 def fit_logistic_head_(head, embeddings, targets, seed):
@@ -89,19 +71,6 @@ def fit_logistic_head_(head, embeddings, targets, seed):
     return TrainingResult(History(), 0, 0, None)
 
 
-def _is_library_encoder(value):
-    inner = value.estimator if isinstance(value, FrozenEstimator) else value
-    return isinstance(inner, BasePretextEncoder)
-
-
-#: What ``QMatchClassifier(encoder=...)`` accepts: it fine-tunes the encoder's network.
-LIBRARY_ENCODER = Satisfies(
-    _is_library_encoder,
-    "an encoder of qmatch_sklearn (QMatchEncoder(), VIMEEncoder(), ...) or a "
-    "FrozenEstimator wrapping a fitted one",
-)
-
-
 def labeled_mask(y):
     """True where ``y`` is a label, False where it is the integer -1
     (unlabeled, as in scikit-learn's semi-supervised estimators).
@@ -126,38 +95,6 @@ def labeled_mask(y):
     return np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
 
 
-def _head_input(encoder, network):
-    """What the head sees: the encoder's network, beside the input features
-    when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
-    if not encoder.passthrough:
-        return network
-    missing = network[0] if len(encoder.missing_features_) else None
-    return WithInput(network, encoder.embedding_mean_, encoder.embedding_scale_, missing)
-
-
-def _unfrozen(encoder):
-    """The encoder inside a FrozenEstimator, or ``encoder`` itself."""
-    return encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
-
-
-@dataclass(frozen=True)
-class _Supervised:
-    """What every head of one ``fit`` trains on: the labeled rows ``X`` and
-    their class indices, the train/validation row selection (or a given
-    validation set ``(X_val, targets_val)``), and the seeds."""
-
-    X: object
-    targets: np.ndarray
-    train: np.ndarray
-    valid: np.ndarray | None
-    validation: tuple | None
-    n_classes: int
-    device: str
-    head_seed: int
-    data_seed: int
-    split_seed: int
-
-
 def _stratify_or_none(y, validation_fraction):
     """Stratify the validation split when every class can appear in both parts."""
     if validation_fraction is None:
@@ -169,32 +106,18 @@ def _stratify_or_none(y, validation_fraction):
     return None
 
 
-class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
-    """Shared supervised stage (not for direct use).
+class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
+    """The supervised stage for classes (not for direct use).
 
-    Subclasses provide ``_encoder_network(X, seed, device)`` returning the
-    encoder network to start from and its output width, ``_head_choices``
-    and ``_starting_network`` (which heads to train: on a frozen encoder,
-    with it, or both, keeping the better on validation),
-    ``_encoder_skeleton()`` returning the fitted encoder network's shape,
-    untrained, for loading, and ``_embedding_dim()`` its output width.
+    Labels with -1 for unlabeled rows, encoded as class indices; a validation
+    split stratified when possible; the cross-entropy (early stopping may
+    watch the accuracy instead); the logistic head of
+    ``freeze_encoder="auto"`` without validation; ``predict_proba``.
     """
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
-
-    def _network_skeleton(self):
-        # the encoder network may be the user's (architecture=...): its output
-        # width is the embedding_dim it was built for, not read off its layers
-        return torch.nn.Sequential(
-            self._encoder_skeleton(),
-            torch.nn.Linear(self._embedding_dim(), len(self.classes_)),
-        )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.allow_nan = True
-        return tags
+    _monitors = {"loss": "valid_loss", "accuracy": "valid_acc"}
+    _closed_form_head = LOGISTIC
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Fit on ``X``; rows whose label is -1 are unlabeled.
@@ -217,99 +140,33 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
-        self._validate_params()
-        X, y = check_features(self, X, y, reset=True)
-        check_two_samples(self, X.shape[0])
+        return self._fit(X, y, X_val, y_val)
+
+    def _check_fit_data(self, X, y):
+        return check_features(self, X, y, reset=True)
+
+    def _encode_targets(self, y):
         labeled = np.flatnonzero(labeled_mask(y))
         label_encoder, targets = self._encode_labels(y[labeled])
-        device = resolve_device(self.device)
-        encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
-        # Everything about the labeled rows is checked before pretraining, which can take hours.
-        if X_val is None and y_val is None:
-            fraction = resolve_validation_fraction(self.validation_fraction, len(targets))
-            train, valid = split_rows(
-                len(targets), fraction, split_seed, stratify=_stratify_or_none(targets, fraction)
-            )
-            validation = None
-        else:
-            validation = self._check_validation_set(X, X_val, y_val, label_encoder)
-            train, valid = np.arange(len(targets)), None
-        supervised = _Supervised(
-            X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
-            len(label_encoder.classes_), device, head_seed, data_seed, split_seed,
-        )
+        return labeled, label_encoder, targets
 
-        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
-        has_validation = valid is not None or validation is not None
-        candidates = [
-            self._train_head(kind, encoder_network, embedding_dim, supervised)
-            for kind in self._head_choices(has_validation)
-        ]
-        # Between a linear and a fine-tuned head, the better validation score wins.
-        sign = 1 if self.scoring == "loss" else -1
-        result, frozen, network = min(
-            candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
-        )
-        keep_trained(self, network, result, device)
-        self.frozen_encoder_ = frozen
-        self._shares_encoder_network = network[0] is encoder_network
+    def _stratify(self, targets, validation_fraction):
+        return _stratify_or_none(targets, validation_fraction)
+
+    def _head_width(self, label_encoder):
+        return len(label_encoder.classes_)
+
+    def _n_network_outputs(self):
+        return len(self.classes_)
+
+    def _net_spec(self, n_outputs):
+        return FineTuneNet, torch.nn.CrossEntropyLoss, {"classes": np.arange(n_outputs)}
+
+    def _fit_closed_form_head(self, head, embeddings, targets, seed):
+        return fit_logistic_head_(head, embeddings, targets, seed)
+
+    def _keep_targets(self, label_encoder):
         self.classes_ = label_encoder.classes_
-        return self
-
-    def _train_head(self, kind, encoder_network, embedding_dim, data):
-        """Train one head of ``kind`` (``LINEAR``, ``LOGISTIC`` or ``FINE_TUNED``);
-        its training result, whether the encoder stayed frozen, and the network."""
-        frozen = kind != FINE_TUNED
-        network = self._starting_network(encoder_network, frozen, data.device)
-        with isolated_global_rng():
-            head = lecun_normal_(
-                torch.nn.Linear(embedding_dim, data.n_classes),
-                torch.Generator().manual_seed(data.head_seed),
-            ).to(data.device)
-        if frozen:
-            # A frozen encoder is a fixed feature map: embed once, train the head.
-            def features(rows):
-                return batched_forward(network, rows, data.device, embedding_dim)
-
-            module = head
-        else:
-            def features(rows):
-                return rows
-
-            network.requires_grad_(True)
-            module = torch.nn.Sequential(network, head)
-        if kind == LOGISTIC:
-            result = fit_logistic_head_(head, features(data.X), data.targets, data.split_seed)
-            return result, frozen, torch.nn.Sequential(network, head)
-        train_rows, valid_rows = split_datasets(
-            features(data.X), data.targets, data.train, data.valid, data.device
-        )
-        if data.validation is not None:
-            X_val, targets_val = data.validation
-            valid_rows = all_rows(features(X_val), targets_val, data.device)
-        result = train_net(
-            FineTuneNet,
-            module,
-            torch.nn.CrossEntropyLoss,
-            train_rows,
-            valid_rows,
-            TrainingSettings.of(self),
-            device=data.device,
-            seed=data.data_seed,
-            monitor="valid_loss" if self.scoring == "loss" else "valid_acc",
-            lower_is_better=self.scoring == "loss",
-            classes=np.arange(data.n_classes),
-        )
-        return result, frozen, torch.nn.Sequential(network, head)
-
-    def _head_choices(self, has_validation):
-        """The heads to train (the better on validation is kept): ``LINEAR``
-        or ``LOGISTIC`` on the frozen encoder, or ``FINE_TUNED`` with it."""
-        return (FINE_TUNED,)
-
-    def _starting_network(self, encoder_network, frozen, device):
-        """The encoder network a head starts from, on ``device``."""
-        return encoder_network.to(device)
 
     def _encode_labels(self, y_labeled):
         """A LabelEncoder fitted on the labeled rows and their class indices;
@@ -323,31 +180,19 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             )
         return label_encoder, label_encoder.transform(y_labeled).astype(np.int64)
 
-    def _check_validation_set(self, X, X_val, y_val, label_encoder):
-        """The validation rows as float32 and their labels as class indices
-        (``X``: the training rows, whose missing values ``X_val`` may have)."""
-        if X_val is None or y_val is None:
-            raise ValueError("Pass both X_val and y_val, or neither.")
-        X_val = check_features(self, X_val, reset=False)
-        check_missing_columns(self, X_val, has_missing(X))
-        y_val = np.asarray(y_val)
-        if X_val.shape[0] != len(y_val) or len(y_val) == 0:
-            raise ValueError(
-                f"X_val and y_val need the same, non-zero number of rows; got "
-                f"{X_val.shape[0]} and {len(y_val)}."
-            )
+    def _validation_target_array(self, y_val):
+        return np.asarray(y_val)
+
+    def _encode_validation_targets(self, y_val, label_encoder):
         unseen = np.setdiff1d(y_val, label_encoder.classes_)
         if len(unseen):
             raise ValueError(
                 f"y_val has labels not among the labeled rows of y: {unseen.tolist()}."
             )
-        return X_val, label_encoder.transform(y_val).astype(np.int64)
+        return label_encoder.transform(y_val).astype(np.int64)
 
     def _logits(self, X):
-        check_is_fitted(self)
-        X = check_features(self, X, reset=False)
-        check_missing_columns(self, X, self._fitted_with_missing())
-        return batched_forward(self.network_, X, self.device_, len(self.classes_))
+        return self._network_outputs(X)
 
     def decision_function(self, X):
         """Compute the logits of the head; for two classes, the logit margin of ``classes_[1]``.
@@ -398,7 +243,7 @@ class BaseHeadClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(logits, axis=1)]
 
 
-class QMatchClassifier(BaseHeadClassifier):
+class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     """Classifier on a self-supervised encoder: pretrain, then fine-tune or probe.
 
     ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
@@ -507,8 +352,7 @@ class QMatchClassifier(BaseHeadClassifier):
 
     _parameter_constraints = {
         **BaseHeadClassifier._parameter_constraints,
-        "encoder": [None, LIBRARY_ENCODER],
-        "freeze_encoder": ["boolean", StrOptions({"auto"})],
+        **PRETRAINED_ENCODER_CONSTRAINTS,
     }
 
     def __init__(
@@ -540,55 +384,8 @@ class QMatchClassifier(BaseHeadClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _encoder_network(self, X, seed, device):
-        if self.encoder is None:
-            encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
-        else:
-            encoder = clone(self.encoder)
-        encoder.fit(X, None)
-        fitted = _unfrozen(encoder)
-        check_is_fitted(fitted)
-        if fitted.n_features_in_ != X.shape[1]:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the encoder was fitted on "
-                f"{fitted.n_features_in_} features."
-            )
-        self.encoder_ = encoder
-        return _head_input(fitted, fitted.network_), self._embedding_dim()
 
-    def _head_choices(self, has_validation):
-        if self.freeze_encoder == "auto":
-            return (LINEAR, FINE_TUNED) if has_validation else (LOGISTIC,)
-        return (LINEAR,) if self.freeze_encoder else (FINE_TUNED,)
-
-    def _starting_network(self, encoder_network, frozen, device):
-        # A frozen encoder never trains: its network is shared, and saved once (with
-        # encoder_). Fine-tuning trains a copy, as does a frozen encoder used on another
-        # device: the fitted encoder stays as it was.
-        if frozen and _unfrozen(self.encoder_).device_ == device:
-            return encoder_network
-        return copy.deepcopy(encoder_network).to(device)
-
-    def _stored_network(self, network):
-        # a shared encoder network is stored with encoder_: only the head is stored here
-        return network[1] if self._shares_encoder_network else network
-
-    def _encoder_skeleton(self):
-        encoder = _unfrozen(self.encoder_)
-        network = encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
-        return _head_input(encoder, network)
-
-    def _embedding_dim(self):
-        encoder = _unfrozen(self.encoder_)
-        if not encoder.passthrough:
-            return encoder.embedding_dim
-        return encoder.n_features_in_ + len(encoder.missing_features_) + encoder.embedding_dim
-
-    def _fitted_with_missing(self):
-        return len(_unfrozen(self.encoder_).missing_features_) > 0
-
-
-class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
+class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     """The encoder network plus a linear head, trained from random weights on labels only.
 
     The paper's "supervised baseline": the same architecture and supervised
@@ -677,6 +474,7 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
     """
 
     _parameter_constraints = {**BaseHeadClassifier._parameter_constraints, **NETWORK_CONSTRAINTS}
+
     def __init__(
         self,
         *,
@@ -707,16 +505,3 @@ class SupervisedMLPClassifier(EncoderNetworkMixin, BaseHeadClassifier):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def _encoder_network(self, X, seed, device):
-        missing = missing_values_layer(X)
-        with isolated_global_rng():
-            network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
-        self.missing_features_ = indicated_features(missing)
-        return network.to(device), self.embedding_dim
-
-    def _embedding_dim(self):
-        return self.embedding_dim
-
-    def _fitted_with_missing(self):
-        return len(self.missing_features_) > 0

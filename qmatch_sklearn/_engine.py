@@ -1,4 +1,4 @@
-"""The one training engine: skorch nets that every method and the classifier share.
+"""The one training engine: skorch nets that every method, classifier and regressor share.
 
 skorch brings the epoch loop, ``history``, callbacks (progress output) and
 device placement. We change what matters for tabular self-supervision:
@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.exceptions import ConvergenceWarning
-from skorch import NeuralNet, NeuralNetClassifier
+from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
 from skorch.callbacks import Callback
 from skorch.helper import predefined_split
 from skorch.history import History
@@ -221,6 +221,11 @@ class PretextNet(_TabularNetMixin, NeuralNet):
 
 class FineTuneNet(_TabularNetMixin, NeuralNetClassifier):
     """A skorch classifier over encoded class indices, trained with AdamW."""
+
+
+class FineTuneRegressorNet(_TabularNetMixin, NeuralNetRegressor):
+    """A skorch regressor over standardised float32 targets of shape
+    (n_samples, n_outputs), trained with AdamW."""
 
 
 class EpochProgressBar(Callback):

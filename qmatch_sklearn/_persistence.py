@@ -119,9 +119,13 @@ def _loadable_classes():
     library, and FrozenEstimator (around one of them)."""
     # imported here: the estimators' modules import this one
     from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+    from ._regressor import QMatchRegressor, SupervisedMLPRegressor
     from .methods import METHODS
 
-    classes = [*METHODS.values(), QMatchClassifier, SupervisedMLPClassifier, FrozenEstimator]
+    classes = [
+        *METHODS.values(), QMatchClassifier, SupervisedMLPClassifier, QMatchRegressor,
+        SupervisedMLPRegressor, FrozenEstimator,
+    ]
     return {cls.__name__: cls for cls in classes}
 
 

@@ -10,8 +10,10 @@ several places. These tests keep the copies consistent:
 * numpydoc validation passes for every estimator class and its public methods
   (every parameter documented, none documented that does not exist), and each
   documented ``default=`` is the signature's default;
-* the shared parameters have the same description in every encoder, and in
-  both classifiers;
+* the shared parameters have the same description in every encoder, in both
+  classifiers and in both regressors, and a regressor describes them as its
+  classifier twin does where the meaning is the same (not ``scoring``, nor the
+  validation split, which only classes can stratify);
 * ``__init__`` stores its arguments and does nothing else;
 * a user's subclass keeps the ``__init__`` it writes.
 """
@@ -27,23 +29,33 @@ from sklearn.base import clone
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
-from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier  # noqa: E402
+from qmatch_sklearn import (  # noqa: E402
+    METHODS,
+    QMatchClassifier,
+    QMatchEncoder,
+    QMatchRegressor,
+    SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
+)
 from qmatch_sklearn._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
 
 ENCODERS = list(METHODS.values())
 CLASSIFIERS = [QMatchClassifier, SupervisedMLPClassifier]
-ESTIMATORS = ENCODERS + CLASSIFIERS
+REGRESSORS = [QMatchRegressor, SupervisedMLPRegressor]
+ESTIMATORS = ENCODERS + CLASSIFIERS + REGRESSORS
 
 #: Shared parameters whose defaults differ on purpose: {name: ({class name: default}, reason)}.
 #: Every other estimator that has the parameter uses one common default.
 DEFAULT_EXCEPTIONS = {
     "weight_decay": (
-        {"QMatchClassifier": 0.1, "SupervisedMLPClassifier": 0.1},
+        {"QMatchClassifier": 0.1, "SupervisedMLPClassifier": 0.1, "QMatchRegressor": 0.1,
+         "SupervisedMLPRegressor": 0.1},
         "the supervised stage is regularised (the paper fine-tunes with weight decay); "
         "pretraining is not (the paper pretrains without)",
     ),
     "max_epochs": (
-        {"QMatchClassifier": 500, "SupervisedMLPClassifier": 500},
+        {"QMatchClassifier": 500, "SupervisedMLPClassifier": 500, "QMatchRegressor": 500,
+         "SupervisedMLPRegressor": 500},
         "a supervised stage on few labeled rows runs many short epochs; early stopping ends it",
     ),
     "student_temperature": (
@@ -92,7 +104,8 @@ def test_every_estimator_writes_its_own_init():
         parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
         kinds = {p.name: p.kind for p in parameters}
         positional = [n for n, k in kinds.items() if k is not inspect.Parameter.KEYWORD_ONLY]
-        assert positional == (["encoder"] if cls is QMatchClassifier else []), cls.__name__
+        takes_encoder = cls in (QMatchClassifier, QMatchRegressor)
+        assert positional == (["encoder"] if takes_encoder else []), cls.__name__
         assert all(k is not inspect.Parameter.VAR_KEYWORD for k in kinds.values())
 
 
@@ -175,8 +188,9 @@ def _descriptions(cls):
     [
         (ENCODERS, [*NETWORK_CONSTRAINTS, "passthrough", *TRAINING_CONSTRAINTS]),
         (CLASSIFIERS, [*TRAINING_CONSTRAINTS, "scoring"]),
+        (REGRESSORS, [*TRAINING_CONSTRAINTS, "scoring"]),
     ],
-    ids=["encoders", "classifiers"],
+    ids=["encoders", "classifiers", "regressors"],
 )
 def test_shared_parameters_are_described_alike(family, shared):
     reference = _descriptions(family[0])
@@ -185,6 +199,30 @@ def test_shared_parameters_are_described_alike(family, shared):
         for name in shared:
             assert descriptions[name] == reference[name], (
                 f"{cls.__name__} documents {name!r} differently from {family[0].__name__}"
+            )
+
+
+#: Parameters a regressor describes otherwise than its classifier twin, and why.
+REGRESSOR_WORDING = {
+    "scoring": "the regressors watch the loss only (no accuracy), a mean squared error",
+    "validation_fraction": "only classes can stratify the held-out rows",
+    "encoder": "names the regressor, not the classifier, whose device and seed it takes",
+    "freeze_encoder": "the closed-form head is a ridge regression, not a logistic one",
+}
+
+
+@pytest.mark.parametrize(
+    "regressor, classifier",
+    [(QMatchRegressor, QMatchClassifier), (SupervisedMLPRegressor, SupervisedMLPClassifier)],
+    ids=["qmatch", "supervised"],
+)
+def test_regressors_describe_parameters_as_their_classifier_twins(regressor, classifier):
+    assert list(_signature_defaults(regressor)) == list(_signature_defaults(classifier))
+    expected, descriptions = _descriptions(classifier), _descriptions(regressor)
+    for name in _signature_defaults(regressor):
+        if name not in REGRESSOR_WORDING:
+            assert descriptions[name] == expected[name], (
+                f"{regressor.__name__} documents {name!r} differently from {classifier.__name__}"
             )
 
 

@@ -10,9 +10,11 @@ from sklearn.preprocessing import StandardScaler
 from qmatch_sklearn import (
     QMatchClassifier,
     QMatchEncoder,
+    QMatchRegressor,
     SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
     _base,
-    _classifier,
+    _head,
 )
 from qmatch_sklearn._validation import holds_non_numbers
 
@@ -22,6 +24,8 @@ X, Y = make_classification(n_samples=120, n_features=6, n_classes=3, n_informati
                            random_state=0)
 Y_SEMI = np.where(np.arange(len(Y)) % 4 == 0, Y, -1)
 STRINGS = np.array(["a", "b", "c"])[Y]
+Y_REAL = X[:, 0] - 2 * X[:, 1]
+Y_REAL_SEMI = np.where(np.arange(len(Y)) % 4 == 0, Y_REAL, np.nan)
 
 
 def encoder(**params):
@@ -30,6 +34,10 @@ def encoder(**params):
 
 def classifier(**params):
     return QMatchClassifier(encoder(), **{"device": "cpu", "random_state": 0, **params})
+
+
+def regressor(**params):
+    return QMatchRegressor(encoder(), **{"device": "cpu", "random_state": 0, **params})
 
 
 def with_minus_one(labels, dtype):
@@ -98,6 +106,34 @@ CASES = {
         encoder(feature_groups=[["a", "b"]]), (X,), ValueError, "X has no column names"),
     "X with strings": (encoder(), (np.full((5, 2), "a"),), ValueError,
                        "needs numeric features"),
+    "regressor y with infinity": (regressor(), (X, np.where(Y_REAL > 2, np.inf, Y_REAL_SEMI)),
+                                  ValueError, "Input y contains infinity"),
+    "regressor y row partly NaN": (
+        regressor(), (X, np.c_[Y_REAL, np.where(np.arange(len(Y)) == 5, np.nan, Y_REAL)]),
+        ValueError, r"1 row\(s\) with some targets NaN and others not \(the first is row 5\)"),
+    "regressor with 1 labeled row": (regressor(), (X, np.r_[1.5, np.full(len(Y) - 1, np.nan)]),
+                                     ValueError, "at least 2 labeled rows.*got 1 among 120"),
+    "mlp regressor with no labeled row": (SupervisedMLPRegressor(), (X, np.full(len(Y), np.nan)),
+                                          ValueError, "at least 2 labeled rows"),
+    "regressor y None": (regressor(), (X, None), ValueError, "requires y to be passed"),
+    "regressor y of strings": (regressor(), (X, STRINGS), ValueError, "could not convert"),
+    "regressor X_val without y_val": (regressor(), (X, Y_REAL_SEMI), ValueError,
+                                      "both X_val and y_val", {"X_val": X[:10]}),
+    "regressor y_val without X_val": (regressor(), (X, Y_REAL_SEMI), ValueError,
+                                      "both X_val and y_val", {"y_val": Y_REAL[:10]}),
+    "regressor y_val with NaN": (regressor(), (X, Y_REAL_SEMI), ValueError,
+                                 "y_val has NaN: every validation row needs all its targets",
+                                 {"X_val": X[:10], "y_val": np.r_[np.nan, Y_REAL[1:10]]}),
+    "regressor y_val with other outputs": (
+        regressor(), (X, Y_REAL_SEMI), ValueError, "y_val has 2 target.*y has 1",
+        {"X_val": X[:10], "y_val": np.c_[Y_REAL[:10], Y_REAL[:10]]}),
+    "regressor X_val and y_val of other lengths": (
+        regressor(), (X, Y_REAL_SEMI), ValueError, "same, non-zero number of rows",
+        {"X_val": X[:10], "y_val": Y_REAL[:9]}),
+    "regressor scoring='accuracy'": (regressor(scoring="accuracy"), (X, Y_REAL), ValueError,
+                                     "'scoring' .*'loss'"),
+    "regressor encoder=StandardScaler()": (QMatchRegressor(StandardScaler()), (X, Y_REAL),
+                                           ValueError, "'encoder' .* an encoder of qmatch"),
 }
 
 
@@ -108,8 +144,10 @@ def no_training(monkeypatch):
     def train_net(*args, **kwargs):
         raise AssertionError("training started before the bad input was reported")
 
+    # the encoders' fit (_base) and the supervised stage of every classifier and
+    # regressor (_head) are the only callers
     monkeypatch.setattr(_base, "train_net", train_net)
-    monkeypatch.setattr(_classifier, "train_net", train_net)
+    monkeypatch.setattr(_head, "train_net", train_net)
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))

@@ -27,7 +27,9 @@ from qmatch_sklearn import (
     InconsistentVersionWarning,
     QMatchClassifier,
     QMatchEncoder,
+    QMatchRegressor,
     SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
     load,
     save,
 )
@@ -167,6 +169,8 @@ def test_pandas_input_keeps_feature_names_and_output_config(data, tmp_path):
         lambda: QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), freeze_encoder=True),
         lambda: QMatchClassifier(),
         lambda: SupervisedMLPClassifier(hidden_sizes=[16], lr=np.float32(0.01)),
+        lambda: QMatchRegressor(QMatchEncoder(**tiny_encoder_params()), freeze_encoder=False),
+        lambda: SupervisedMLPRegressor(hidden_sizes=(8, 4), validation_fraction=0.2),
         *[lambda cls=cls: cls() for cls in METHODS.values()],
     ],
 )

@@ -2,7 +2,14 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
+from qmatch_sklearn import (
+    METHODS,
+    QMatchClassifier,
+    QMatchEncoder,
+    QMatchRegressor,
+    SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
+)
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -35,6 +42,8 @@ def _estimators():
     classifier_params = dict(lr=1e-2, max_epochs=40, patience=10, random_state=0, device="cpu")
     yield QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), **classifier_params)
     yield SupervisedMLPClassifier(hidden_sizes=(32,), embedding_dim=8, **classifier_params)
+    yield QMatchRegressor(QMatchEncoder(**tiny_encoder_params()), **classifier_params)
+    yield SupervisedMLPRegressor(hidden_sizes=(32,), embedding_dim=8, **classifier_params)
 
 
 @parametrize_with_checks(

@@ -1,0 +1,353 @@
+"""The supervised stage shared by the classifiers and the regressors.
+
+An encoder network plus a linear head, trained on the labeled rows: which rows
+are labeled, the validation split, training each candidate head with the
+engine (``train_net``) and keeping the better one on validation, what a fitted
+estimator stores and how it is rebuilt on loading. What depends on the task
+(how targets are encoded, the skorch net and its loss, the closed-form head,
+what predictions mean) is a handful of hooks that ``_classifier.py`` and
+``_regressor.py`` fill in.
+
+Where the encoder network comes from is a mixin of its own:
+:class:`PretrainedEncoderMixin` pretrains (or reuses) one of the library's
+encoders (``QMatchClassifier``, ``QMatchRegressor``), :class:`RandomInitMixin`
+builds the same network from random weights (the supervised baselines).
+"""
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, clone
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import BasePretextEncoder
+from ._constraints import Satisfies
+from ._device import resolve_device
+from ._engine import (
+    TrainingSettings,
+    all_rows,
+    batched_forward,
+    keep_trained,
+    split_datasets,
+    train_net,
+)
+from ._missing import (
+    check_missing_columns,
+    has_missing,
+    indicated_features,
+    missing_values_layer,
+)
+from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
+from ._passthrough import WithInput
+from ._persistence import PersistenceMixin
+from ._seeding import draw_seeds
+from ._split import resolve_validation_fraction, split_rows
+from ._validation import check_features, check_two_samples
+from .methods import QMatchEncoder
+
+#: Heads every estimator can train: a linear layer on the frozen encoder
+#: (AdamW, the paper's linear evaluation) and encoder plus linear layer
+#: fine-tuned together. Each task adds one head fitted in closed form on the
+#: frozen embeddings (``_classifier.LOGISTIC``, ``_regressor.RIDGE``).
+LINEAR, FINE_TUNED = "linear", "fine-tuned"
+
+
+def _is_library_encoder(value):
+    inner = value.estimator if isinstance(value, FrozenEstimator) else value
+    return isinstance(inner, BasePretextEncoder)
+
+
+#: What ``QMatchClassifier(encoder=...)`` and ``QMatchRegressor(encoder=...)``
+#: accept: they fine-tune the encoder's network.
+LIBRARY_ENCODER = Satisfies(
+    _is_library_encoder,
+    "an encoder of qmatch_sklearn (QMatchEncoder(), VIMEEncoder(), ...) or a "
+    "FrozenEstimator wrapping a fitted one",
+)
+
+
+def _head_input(encoder, network):
+    """What the head sees: the encoder's network, beside the input features
+    when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
+    if not encoder.passthrough:
+        return network
+    missing = network[0] if len(encoder.missing_features_) else None
+    return WithInput(network, encoder.embedding_mean_, encoder.embedding_scale_, missing)
+
+
+def _unfrozen(encoder):
+    """The encoder inside a FrozenEstimator, or ``encoder`` itself."""
+    return encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
+
+
+@dataclass(frozen=True)
+class _Supervised:
+    """What every head of one ``fit`` trains on: the labeled rows ``X`` and
+    their encoded targets, the train/validation row selection (or a given
+    validation set ``(X_val, targets_val)``), the head's width and the seeds."""
+
+    X: object
+    targets: np.ndarray
+    train: np.ndarray
+    valid: np.ndarray | None
+    validation: tuple | None
+    n_outputs: int
+    device: str
+    head_seed: int
+    data_seed: int
+    split_seed: int
+
+
+class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
+    """Shared supervised stage of the classifiers and regressors (not for direct use).
+
+    ``_fit`` checks everything about the labeled rows, gets the encoder
+    network to start from, trains the candidate heads and keeps the one with
+    the better validation score.
+
+    Where the encoder network comes from (a mixin): ``_encoder_network(X, seed,
+    device)`` returning it and its output width, ``_head_choices`` and
+    ``_starting_network`` (which heads to train: on a frozen encoder, with it,
+    or both), ``_encoder_skeleton()`` (the fitted encoder network's shape,
+    untrained, for loading), ``_embedding_dim()`` and ``_fitted_with_missing()``.
+
+    The task (``BaseHeadClassifier``, ``BaseHeadRegressor``):
+    ``_check_fit_data`` (validate ``X`` and ``y``), ``_encode_targets`` (which
+    rows are labeled, their targets as the loss reads them, and what decodes
+    predictions), ``_stratify`` (the validation split),
+    ``_validation_target_array`` and ``_encode_validation_targets``
+    (``y_val``), ``_head_width`` and ``_n_network_outputs`` (the head's width
+    at fit and once fitted), ``_net_spec`` (skorch net class, loss, extra net
+    parameters), ``_closed_form_head`` with ``_fit_closed_form_head`` (the
+    head ``freeze_encoder="auto"`` fits without validation), ``_monitors``
+    (the history column early stopping watches for each ``scoring``) and
+    ``_keep_targets`` (the fitted attributes that decode predictions).
+    """
+
+    #: The history column early stopping watches, for each ``scoring``.
+    _monitors = {"loss": "valid_loss"}
+    #: The head kind fitted in closed form on the frozen embeddings.
+    _closed_form_head = None
+
+    def _network_skeleton(self):
+        # the encoder network may be the user's (architecture=...): its output
+        # width is the embedding_dim it was built for, not read off its layers
+        return torch.nn.Sequential(
+            self._encoder_skeleton(),
+            torch.nn.Linear(self._embedding_dim(), self._n_network_outputs()),
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def _fit(self, X, y, X_val, y_val):
+        """The body of ``fit`` (documented by each task)."""
+        self._validate_params()
+        X, y = self._check_fit_data(X, y)
+        check_two_samples(self, X.shape[0])
+        labeled, encoding, targets = self._encode_targets(y)
+        device = resolve_device(self.device)
+        encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
+        # Everything about the labeled rows is checked before pretraining, which can take hours.
+        if X_val is None and y_val is None:
+            fraction = resolve_validation_fraction(self.validation_fraction, len(targets))
+            train, valid = split_rows(
+                len(targets), fraction, split_seed, stratify=self._stratify(targets, fraction)
+            )
+            validation = None
+        else:
+            validation = self._check_validation_set(X, X_val, y_val, encoding)
+            train, valid = np.arange(len(targets)), None
+        supervised = _Supervised(
+            X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
+            self._head_width(encoding), device, head_seed, data_seed, split_seed,
+        )
+
+        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
+        has_validation = valid is not None or validation is not None
+        candidates = [
+            self._train_head(kind, encoder_network, embedding_dim, supervised)
+            for kind in self._head_choices(has_validation)
+        ]
+        # Between a linear and a fine-tuned head, the better validation score wins.
+        sign = 1 if self.scoring == "loss" else -1
+        result, frozen, network = min(
+            candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
+        )
+        keep_trained(self, network, result, device)
+        self.frozen_encoder_ = frozen
+        self._shares_encoder_network = network[0] is encoder_network
+        self._keep_targets(encoding)
+        return self
+
+    def _train_head(self, kind, encoder_network, embedding_dim, data):
+        """Train one head of ``kind`` (``LINEAR``, ``FINE_TUNED`` or the task's
+        closed-form head); its training result, whether the encoder stayed
+        frozen, and the network."""
+        frozen = kind != FINE_TUNED
+        network = self._starting_network(encoder_network, frozen, data.device)
+        with isolated_global_rng():
+            head = lecun_normal_(
+                torch.nn.Linear(embedding_dim, data.n_outputs),
+                torch.Generator().manual_seed(data.head_seed),
+            ).to(data.device)
+        if frozen:
+            # A frozen encoder is a fixed feature map: embed once, train the head.
+            def features(rows):
+                return batched_forward(network, rows, data.device, embedding_dim)
+
+            module = head
+        else:
+            def features(rows):
+                return rows
+
+            network.requires_grad_(True)
+            module = torch.nn.Sequential(network, head)
+        if kind == self._closed_form_head:
+            result = self._fit_closed_form_head(
+                head, features(data.X), data.targets, data.split_seed
+            )
+            return result, frozen, torch.nn.Sequential(network, head)
+        train_rows, valid_rows = split_datasets(
+            features(data.X), data.targets, data.train, data.valid, data.device
+        )
+        if data.validation is not None:
+            X_val, targets_val = data.validation
+            valid_rows = all_rows(features(X_val), targets_val, data.device)
+        net_class, criterion, net_params = self._net_spec(data.n_outputs)
+        result = train_net(
+            net_class,
+            module,
+            criterion,
+            train_rows,
+            valid_rows,
+            TrainingSettings.of(self),
+            device=data.device,
+            seed=data.data_seed,
+            monitor=self._monitors[self.scoring],
+            lower_is_better=self.scoring == "loss",
+            **net_params,
+        )
+        return result, frozen, torch.nn.Sequential(network, head)
+
+    def _head_choices(self, has_validation):
+        """The heads to train (the better on validation is kept): ``LINEAR``
+        or the closed-form head on the frozen encoder, or ``FINE_TUNED`` with it."""
+        return (FINE_TUNED,)
+
+    def _starting_network(self, encoder_network, frozen, device):
+        """The encoder network a head starts from, on ``device``."""
+        return encoder_network.to(device)
+
+    def _stratify(self, targets, validation_fraction):
+        """The labels to stratify the validation split by, or None."""
+        return None
+
+    def _check_validation_set(self, X, X_val, y_val, encoding):
+        """The validation rows as float32 and their targets encoded as the
+        training targets are (``X``: the training rows, whose missing values
+        ``X_val`` may have)."""
+        if X_val is None or y_val is None:
+            raise ValueError("Pass both X_val and y_val, or neither.")
+        X_val = check_features(self, X_val, reset=False)
+        check_missing_columns(self, X_val, has_missing(X))
+        y_val = self._validation_target_array(y_val)
+        if X_val.shape[0] != len(y_val) or len(y_val) == 0:
+            raise ValueError(
+                f"X_val and y_val need the same, non-zero number of rows; got "
+                f"{X_val.shape[0]} and {len(y_val)}."
+            )
+        return X_val, self._encode_validation_targets(y_val, encoding)
+
+    def _network_outputs(self, X):
+        """The network's float32 outputs for the rows ``X`` (checked as at fit)."""
+        check_is_fitted(self)
+        X = check_features(self, X, reset=False)
+        check_missing_columns(self, X, self._fitted_with_missing())
+        return batched_forward(self.network_, X, self.device_, self._n_network_outputs())
+
+
+#: Parameters of the estimators that start from a library encoder.
+PRETRAINED_ENCODER_CONSTRAINTS = {
+    "encoder": [None, LIBRARY_ENCODER],
+    "freeze_encoder": ["boolean", StrOptions({"auto"})],
+}
+
+
+class PretrainedEncoderMixin:
+    """The encoder network comes from ``encoder``, one of the library's encoders,
+    pretrained in ``fit`` on every row of ``X`` (or reused from a
+    FrozenEstimator); ``freeze_encoder`` chooses the heads."""
+
+    def _encoder_network(self, X, seed, device):
+        if self.encoder is None:
+            encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
+        else:
+            encoder = clone(self.encoder)
+        encoder.fit(X, None)
+        fitted = _unfrozen(encoder)
+        check_is_fitted(fitted)
+        if fitted.n_features_in_ != X.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the encoder was fitted on "
+                f"{fitted.n_features_in_} features."
+            )
+        self.encoder_ = encoder
+        return _head_input(fitted, fitted.network_), self._embedding_dim()
+
+    def _head_choices(self, has_validation):
+        if self.freeze_encoder == "auto":
+            return (LINEAR, FINE_TUNED) if has_validation else (self._closed_form_head,)
+        return (LINEAR,) if self.freeze_encoder else (FINE_TUNED,)
+
+    def _starting_network(self, encoder_network, frozen, device):
+        # A frozen encoder never trains: its network is shared, and saved once (with
+        # encoder_). Fine-tuning trains a copy, as does a frozen encoder used on another
+        # device: the fitted encoder stays as it was.
+        if frozen and _unfrozen(self.encoder_).device_ == device:
+            return encoder_network
+        return copy.deepcopy(encoder_network).to(device)
+
+    def _stored_network(self, network):
+        # a shared encoder network is stored with encoder_: only the head is stored here
+        return network[1] if self._shares_encoder_network else network
+
+    def _encoder_skeleton(self):
+        encoder = _unfrozen(self.encoder_)
+        network = encoder.network_ if self._shares_encoder_network else encoder._encoder_skeleton()
+        return _head_input(encoder, network)
+
+    def _embedding_dim(self):
+        encoder = _unfrozen(self.encoder_)
+        if not encoder.passthrough:
+            return encoder.embedding_dim
+        return encoder.n_features_in_ + len(encoder.missing_features_) + encoder.embedding_dim
+
+    def _fitted_with_missing(self):
+        return len(_unfrozen(self.encoder_).missing_features_) > 0
+
+
+class RandomInitMixin(EncoderNetworkMixin):
+    """The encoder network is built from the ``NETWORK_CONSTRAINTS`` parameters
+    with random weights (the paper's supervised baseline); the whole network
+    trains."""
+
+    def _encoder_network(self, X, seed, device):
+        missing = missing_values_layer(X)
+        with isolated_global_rng():
+            network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
+        self.missing_features_ = indicated_features(missing)
+        return network.to(device), self.embedding_dim
+
+    def _embedding_dim(self):
+        return self.embedding_dim
+
+    def _fitted_with_missing(self):
+        return len(self.missing_features_) > 0

@@ -1,0 +1,500 @@
+"""Regressors: an encoder network plus a linear head, trained on the labeled rows.
+
+``QMatchRegressor`` starts from a self-supervised encoder (pretrained on all
+rows); ``SupervisedMLPRegressor`` starts from random weights. The supervised
+stage is the classifiers' (``_head.py``); ``BaseHeadRegressor`` adds what is
+particular to real-valued targets: NaN marks an unlabeled row, targets are
+standardised, the loss is the mean squared error, the closed-form head is a
+ridge regression, predictions are de-standardised.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from sklearn.base import RegressorMixin
+from sklearn.linear_model import RidgeCV
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_array, check_consistent_length
+from skorch.history import History
+
+from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
+from ._engine import FineTuneRegressorNet, TrainingResult
+from ._head import (
+    PRETRAINED_ENCODER_CONSTRAINTS,
+    BaseHeadEstimator,
+    PretrainedEncoderMixin,
+    RandomInitMixin,
+)
+from ._validation import check_features
+
+#: The head a regressor fits in closed form (``freeze_encoder="auto"``
+#: without validation): a ridge regression on the frozen encoder, its alpha
+#: chosen among ``RIDGE_ALPHAS`` by leave-one-out cross-validation on the
+#: labeled rows. The other heads (``_head.LINEAR``, ``_head.FINE_TUNED``)
+#: train with AdamW.
+RIDGE = "ridge"
+#: The ridge penalties searched, on the standardised targets: from almost none
+#: to a head that predicts little more than the mean, half a decade apart.
+RIDGE_ALPHAS = np.logspace(-4, 4, 17)
+
+
+def fit_ridge_head_(head, embeddings, targets):
+    """Set ``head`` to a ridge regression of ``targets`` on ``embeddings``; a
+    :class:`TrainingResult`.
+
+    ``targets`` (n_samples, n_outputs) are standardised; alpha, one for all
+    outputs, is chosen among ``RIDGE_ALPHAS`` by ``RidgeCV``'s efficient
+    leave-one-out cross-validation on the labeled rows.
+    """
+    model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
+        embeddings.astype(np.float64), targets.astype(np.float64)
+    )
+    with torch.no_grad():
+        head.weight.copy_(torch.as_tensor(model.coef_, dtype=torch.float32))
+        head.bias.copy_(torch.as_tensor(model.intercept_, dtype=torch.float32))
+    return TrainingResult(History(), 0, 0, None)
+
+
+class _TargetScaling(NamedTuple):
+    """Per-output mean and scale of the labeled targets, and whether ``y`` was 1-D."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    one_dimensional: bool
+
+    def standardise(self, values):
+        """``values`` (n_samples, n_outputs) as float32 standardised targets."""
+        return ((values - self.mean) / self.scale).astype(np.float32)
+
+
+def _as_columns(y):
+    """``y`` (1-D or 2-D) as a 2-D array of shape (n_samples, n_outputs)."""
+    return y.reshape(len(y), -1)
+
+
+class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
+    """The supervised stage for real-valued targets (not for direct use).
+
+    NaN targets mark unlabeled rows; each output is standardised with the
+    mean and standard deviation of its labeled values and predictions are
+    de-standardised; the loss is the mean squared error; the closed-form head
+    of ``freeze_encoder="auto"`` without validation is a ridge regression.
+    """
+
+    _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss"})]}
+    _closed_form_head = RIDGE
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on ``X``; rows whose targets are NaN are unlabeled.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Numeric, preprocessed rows, labeled and unlabeled.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued targets; NaN marks an unlabeled row (-1 is a target
+            like any other). With several outputs a row is unlabeled when all
+            its targets are NaN; a row with only some of them NaN is an error.
+            At least 2 rows must be labeled.
+        X_val, y_val : array-like, default=None
+            A fixed validation set for early stopping. ``y_val`` has the
+            outputs of ``y`` and no NaN. When given, every labeled row of
+            ``X`` trains and ``validation_fraction`` is ignored. Give both or
+            neither.
+
+        Returns
+        -------
+        self : object
+            The fitted regressor.
+        """
+        return self._fit(X, y, X_val, y_val)
+
+    def _check_fit_data(self, X, y):
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
+        X = check_features(self, X, reset=True)
+        y = check_array(
+            y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan",
+            input_name="y", estimator=self,
+        )
+        check_consistent_length(X, y)
+        return X, y
+
+    def _encode_targets(self, y):
+        values = _as_columns(y)
+        missing = np.isnan(values)
+        unlabeled = missing.all(axis=1)
+        partial = np.flatnonzero(missing.any(axis=1) & ~unlabeled)
+        if len(partial):
+            raise ValueError(
+                f"y has {len(partial)} row(s) with some targets NaN and others not (the "
+                f"first is row {partial[0]}). A row is unlabeled when all its targets are "
+                "NaN; drop these rows or fill in their missing targets."
+            )
+        labeled = np.flatnonzero(~unlabeled)
+        if len(labeled) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 labeled rows (targets that are not "
+                f"NaN); got {len(labeled)} among {len(y)} rows."
+            )
+        mean = values[labeled].mean(axis=0)
+        scale = values[labeled].std(axis=0)
+        if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
+            raise ValueError(
+                "y has values too large to standardise in float64; rescale the targets."
+            )
+        scale[scale == 0] = 1.0  # a constant target is only centred
+        scaling = _TargetScaling(mean, scale, y.ndim == 1)
+        return labeled, scaling, scaling.standardise(values[labeled])
+
+    def _validation_target_array(self, y_val):
+        y_val = check_array(
+            y_val, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan",
+            ensure_min_samples=0, input_name="y_val", estimator=self,
+        )
+        if np.isnan(y_val).any():
+            raise ValueError(
+                "y_val has NaN: every validation row needs all its targets (NaN marks "
+                "unlabeled rows in y only)."
+            )
+        return y_val
+
+    def _encode_validation_targets(self, y_val, scaling):
+        values = _as_columns(y_val)
+        if values.shape[1] != len(scaling.mean):
+            raise ValueError(
+                f"y_val has {values.shape[1]} target(s) per row, but y has "
+                f"{len(scaling.mean)}."
+            )
+        return scaling.standardise(values)
+
+    def _head_width(self, scaling):
+        return len(scaling.mean)
+
+    def _n_network_outputs(self):
+        return self.n_outputs_
+
+    def _net_spec(self, n_outputs):
+        return FineTuneRegressorNet, torch.nn.MSELoss, {}
+
+    def _fit_closed_form_head(self, head, embeddings, targets, seed):
+        return fit_ridge_head_(head, embeddings, targets)
+
+    def _keep_targets(self, scaling):
+        self.n_outputs_ = len(scaling.mean)
+        self.target_mean_ = scaling.mean
+        self.target_scale_ = scaling.scale
+        self._one_dimensional_y = scaling.one_dimensional
+
+    def predict(self, X):
+        """Predict the targets of each row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows preprocessed like those passed to ``fit``.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The predicted targets, float64, in the units of ``y``; 1-D when
+            ``y`` was 1-D at fit.
+        """
+        outputs = self._network_outputs(X).astype(np.float64)
+        y = outputs * self.target_scale_ + self.target_mean_
+        return y[:, 0] if self._one_dimensional_y else y
+
+
+class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
+    """Regressor on a self-supervised encoder: pretrain, then fine-tune or probe.
+
+    ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
+    target is NaN are unlabeled and serve pretraining only (-1 is a target
+    like any other here). A linear head is then trained on the labeled rows,
+    together with the encoder (fine-tuning) or on its frozen embeddings
+    (linear evaluation), with AdamW on the mean squared error of the
+    standardised targets. By default (``freeze_encoder="auto"``) both are
+    trained when there are enough labeled rows to validate on, and the one
+    with the better validation loss is kept; with few labels, the head is a
+    ridge regression on the frozen embeddings, its alpha chosen by
+    cross-validation on the labeled rows.
+
+    The paper (Mulc & Dwibedi) evaluates its encoders on classification only;
+    this is the same pretraining and the same two protocols with a regression
+    head.
+
+    Parameters
+    ----------
+    encoder : estimator, default=None
+        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
+        a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
+        reuse it across fits and CV folds. None means ``QMatchEncoder`` with
+        this regressor's ``device``, ``random_state`` and ``verbose``.
+    freeze_encoder : bool or "auto", default="auto"
+        True trains only the linear head on the encoder's embeddings (linear
+        evaluation), False fine-tunes the encoder with it. "auto" trains both
+        when there is a validation set (``X_val``, or ``validation_fraction``
+        gives one) and keeps the better on it. Without one (few labels) the
+        head is a ridge regression on the frozen embeddings whose alpha is
+        chosen by leave-one-out cross-validation on the labeled rows (as
+        ``RidgeCV``; no epochs, ``n_epochs_ = 0``): with nothing to stop
+        them, fine-tuning or an AdamW head would overfit a few dozen labeled
+        rows.
+    lr : float, default=1e-3
+        AdamW learning rate of the supervised stage.
+    weight_decay : float, default=0.1
+        AdamW weight decay on weight matrices (biases and norms are exempt).
+    batch_size : int, default=512
+        Labeled rows per step.
+    max_epochs : int, default=500
+        Upper bound on supervised epochs.
+    patience : int, default=32
+        Stop after this many epochs without a better validation ``scoring``;
+        the best epoch's weights are restored.
+    validation_fraction : float, "auto" or None, default="auto"
+        Share of the labeled rows held out (drawn at random) for early
+        stopping. "auto" holds out 10% when that is at least 200 rows (from
+        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
+        few labels the held-out rows are too few to choose an epoch on. None
+        trains for ``max_epochs``.
+    scoring : {"loss"}, default="loss"
+        What early stopping watches on the held-out rows: the mean squared
+        error of the standardised targets (lower is better), averaged over
+        the outputs.
+    device : str, default="auto"
+        "auto", "cpu", "cuda", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, shuffling and the validation split
+        (local generators).
+    verbose : int, default=0
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept.
+
+    Attributes
+    ----------
+    encoder_ : estimator
+        The fitted encoder (before fine-tuning).
+    frozen_encoder_ : bool
+        Whether the kept head was trained on the frozen encoder (linear
+        evaluation) rather than fine-tuned with it.
+    network_ : torch.nn.Module
+        The trained network: encoder followed by the linear head, which
+        outputs standardised targets.
+    n_outputs_ : int
+        Number of targets per row (1 for a 1-D ``y``).
+    target_mean_ : ndarray of shape (n_outputs_,)
+        Mean of each target over the labeled rows.
+    target_scale_ : ndarray of shape (n_outputs_,)
+        Standard deviation of each target over the labeled rows (1 for a
+        constant target); ``predict`` returns ``network_``'s output times
+        ``target_scale_`` plus ``target_mean_``.
+    history_ : skorch.History
+        Supervised training history (``train_loss``, ``valid_loss``).
+    n_epochs_ : int
+        Supervised epochs run (0 when the head is the cross-validated
+        ridge regression of ``freeze_encoder="auto"`` without validation).
+    best_epoch_ : int
+        Supervised epoch whose weights were kept (1-based; 0 as above).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names.
+
+    See Also
+    --------
+    QMatchEncoder : The pretext trainer used by default.
+    SupervisedMLPRegressor : The same network trained from random weights.
+    QMatchClassifier : The same for class labels.
+
+    References
+    ----------
+    Mulc, T. and Dwibedi, D. "Q-Match: Self-supervised Learning by Matching
+    Distributions Induced by a Queue."
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from qmatch_sklearn import QMatchEncoder, QMatchRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> y_semi = np.where(np.arange(len(y)) % 4 == 0, y, np.nan)  # 25% labeled
+    >>> encoder = QMatchEncoder(hidden_sizes=(64,), embedding_dim=16, max_epochs=2,
+    ...                         random_state=0)
+    >>> reg = QMatchRegressor(encoder, max_epochs=5, random_state=0).fit(X, y_semi)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    """
+
+    _parameter_constraints = {
+        **BaseHeadRegressor._parameter_constraints,
+        **PRETRAINED_ENCODER_CONSTRAINTS,
+    }
+
+    def __init__(
+        self,
+        encoder=None,
+        *,
+        freeze_encoder="auto",
+        lr=1e-3,
+        weight_decay=0.1,
+        batch_size=512,
+        max_epochs=500,
+        patience=32,
+        validation_fraction="auto",
+        scoring="loss",
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.encoder = encoder
+        self.freeze_encoder = freeze_encoder
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.scoring = scoring
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+
+class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
+    """The encoder network plus a linear head, trained from random weights on targets only.
+
+    The regression twin of the paper's "supervised baseline": the same
+    architecture and supervised stage as :class:`QMatchRegressor`, without
+    pretraining. Rows whose targets are NaN are ignored.
+
+    Parameters
+    ----------
+    hidden_sizes : tuple of int, default=None
+        Hidden widths of the encoder network; None means (512, 512) for
+        ``architecture="mlp"`` and the paper's widths for ``"imix"``.
+    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
+        As in the encoders: a built-in network, or one of your own.
+    embedding_dim : int, default=128
+        Width of the layer the head reads.
+    lr : float, default=1e-3
+        AdamW learning rate of the supervised stage.
+    weight_decay : float, default=0.1
+        AdamW weight decay on weight matrices (biases and norms are exempt).
+    batch_size : int, default=512
+        Labeled rows per step.
+    max_epochs : int, default=500
+        Upper bound on supervised epochs.
+    patience : int, default=32
+        Stop after this many epochs without a better validation ``scoring``;
+        the best epoch's weights are restored.
+    validation_fraction : float, "auto" or None, default="auto"
+        Share of the labeled rows held out (drawn at random) for early
+        stopping. "auto" holds out 10% when that is at least 200 rows (from
+        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
+        few labels the held-out rows are too few to choose an epoch on. None
+        trains for ``max_epochs``.
+    scoring : {"loss"}, default="loss"
+        What early stopping watches on the held-out rows: the mean squared
+        error of the standardised targets (lower is better), averaged over
+        the outputs.
+    device : str, default="auto"
+        "auto", "cpu", "cuda", ...
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, shuffling and the validation split
+        (local generators).
+    verbose : int, default=0
+        1 shows a progress bar over epochs, 2 a table of every epoch's losses
+        instead; both end with a line that says why training stopped and which
+        epoch's weights were kept.
+
+    Attributes
+    ----------
+    frozen_encoder_ : bool
+        Always False: the whole network trains from random weights.
+    network_ : torch.nn.Module
+        The trained network: encoder followed by the linear head, which
+        outputs standardised targets.
+    n_outputs_ : int
+        Number of targets per row (1 for a 1-D ``y``).
+    target_mean_ : ndarray of shape (n_outputs_,)
+        Mean of each target over the labeled rows.
+    target_scale_ : ndarray of shape (n_outputs_,)
+        Standard deviation of each target over the labeled rows (1 for a
+        constant target); ``predict`` returns ``network_``'s output times
+        ``target_scale_`` plus ``target_mean_``.
+    history_ : skorch.History
+        Supervised training history (``train_loss``, ``valid_loss``).
+    n_epochs_ : int
+        Supervised epochs run.
+    best_epoch_ : int
+        Supervised epoch whose weights were kept (1-based).
+    device_ : str
+        Device the network lives on.
+    n_features_in_ : int
+        Number of input features.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit, each with an
+        indicator channel at the network's input; empty when ``X`` had none
+        (NaN at predict is then an error).
+    feature_names_in_ : ndarray of str
+        Input column names, when ``X`` had string column names.
+
+    See Also
+    --------
+    QMatchRegressor : The same network, pretrained with a self-supervised encoder.
+    SupervisedMLPClassifier : The same for class labels.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from qmatch_sklearn import SupervisedMLPRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = SupervisedMLPRegressor(hidden_sizes=(64,), embedding_dim=16, max_epochs=5,
+    ...                              random_state=0).fit(X, y)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    """
+
+    _parameter_constraints = {**BaseHeadRegressor._parameter_constraints, **NETWORK_CONSTRAINTS}
+
+    def __init__(
+        self,
+        *,
+        hidden_sizes=None,
+        architecture="mlp",
+        embedding_dim=128,
+        lr=1e-3,
+        weight_decay=0.1,
+        batch_size=512,
+        max_epochs=500,
+        patience=32,
+        validation_fraction="auto",
+        scoring="loss",
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_sizes = hidden_sizes
+        self.architecture = architecture
+        self.embedding_dim = embedding_dim
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.scoring = scoring
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
