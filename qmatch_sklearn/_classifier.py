@@ -261,8 +261,12 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     encoder : estimator, default=None
         An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
         a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
-        reuse it across fits and CV folds. None means ``QMatchEncoder`` with
-        this classifier's ``device``, ``random_state`` and ``verbose``.
+        reuse it across fits and CV folds. None means
+        ``QMatchEncoder(passthrough=True)`` with this classifier's ``device``,
+        ``random_state`` and ``verbose``: the head sees the input features
+        beside the embedding, which did better with few labels
+        (``benchmarks/results/fewlabel.md``). Pass ``QMatchEncoder()`` for
+        the paper's head on the embedding alone.
     freeze_encoder : bool or "auto", default="auto"
         True trains only the linear head on the encoder's embeddings (linear
         evaluation), False fine-tunes the encoder with it. "auto" trains both

@@ -288,7 +288,9 @@ class PretrainedEncoderMixin:
 
     def _encoder_network(self, X, seed, device):
         if self.encoder is None:
-            encoder = QMatchEncoder(device=self.device, random_state=seed, verbose=self.verbose)
+            encoder = QMatchEncoder(
+                passthrough=True, device=self.device, random_state=seed, verbose=self.verbose
+            )
         else:
             encoder = clone(self.encoder)
         encoder.fit(X, None)
