@@ -30,7 +30,7 @@ def _gap(frame, ours, reference):
 
 
 def missing_report(csv):
-    results = pd.read_csv(csv)
+    results = pd.read_csv(csv, dtype={"commit": str})  # a short hash may be all digits
     lines = [
         "# Missing values: native handling against imputing first (issue #15)",
         "",
@@ -75,7 +75,7 @@ def missing_report(csv):
 
 
 def categorical_report(csv):
-    results = pd.read_csv(csv)
+    results = pd.read_csv(csv, dtype={"commit": str})  # a short hash may be all digits
     lines = [
         "# Categorical columns: one-hot columns corrupted independently or as groups "
         "(issue #15)",
