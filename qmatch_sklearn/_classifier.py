@@ -19,6 +19,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from skorch.history import History
 
@@ -40,7 +41,7 @@ UNLABELED = -1
 LOGISTIC = "logistic"
 
 
-def fit_logistic_head_(head, embeddings, targets, seed):
+def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None):
     """Set ``head`` to a logistic regression on ``embeddings``; a :class:`TrainingResult`.
 
     The regularisation C is chosen among scikit-learn's ten defaults by
@@ -60,7 +61,7 @@ def fit_logistic_head_(head, embeddings, targets, seed):
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # at the extreme Cs
-        model.fit(embeddings, targets)
+        model.fit(embeddings, targets, sample_weight=sample_weight)
     coef, intercept = model.coef_, model.intercept_
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
@@ -115,11 +116,15 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     ``freeze_encoder="auto"`` without validation; ``predict_proba``.
     """
 
-    _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss", "accuracy"})]}
+    _parameter_constraints = {
+        **TRAINING_CONSTRAINTS,
+        "scoring": [StrOptions({"loss", "accuracy"})],
+        "class_weight": [None, StrOptions({"balanced"}), dict],
+    }
     _monitors = {"loss": "valid_loss", "accuracy": "valid_acc"}
     _closed_form_head = LOGISTIC
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
         """Fit on ``X``; rows whose label is -1 are unlabeled.
 
         Parameters
@@ -134,13 +139,19 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
             A fixed validation set for early stopping (e.g. a paper split's
             ``val`` rows). When given, every labeled row of ``X`` trains and
             ``validation_fraction`` is ignored. Give both or neither.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows in the supervised loss, the
+            early-stopping loss of the held-out rows and the logistic head
+            (multiplied by ``class_weight``). Unlabeled rows' weights are
+            ignored: pretraining treats every row alike. ``X_val`` rows
+            are weighted by ``class_weight`` only.
 
         Returns
         -------
         self : object
             The fitted classifier.
         """
-        return self._fit(X, y, X_val, y_val)
+        return self._fit(X, y, X_val, y_val, sample_weight)
 
     def _check_fit_data(self, X, y):
         return check_features(self, X, y, reset=True)
@@ -162,8 +173,23 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneNet, torch.nn.CrossEntropyLoss, {"classes": np.arange(n_outputs)}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed):
-        return fit_logistic_head_(head, embeddings, targets, seed)
+    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight):
+        return fit_logistic_head_(head, embeddings, targets, seed, sample_weight)
+
+    def _class_weights(self, targets, label_encoder):
+        if self.class_weight is None:
+            return None
+        class_weight = self.class_weight
+        if isinstance(class_weight, dict):
+            unknown = [c for c in class_weight if c not in set(label_encoder.classes_)]
+            if unknown:
+                raise ValueError(
+                    f"class_weight has classes not among the labeled rows of y: {unknown}."
+                )
+        per_class = compute_class_weight(
+            class_weight, classes=label_encoder.classes_, y=label_encoder.classes_[targets]
+        )
+        return per_class[targets]
 
     def _keep_targets(self, label_encoder):
         self.classes_ = label_encoder.classes_
@@ -301,6 +327,12 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         early: on digits with 5 labels per class and a frozen encoder, test
         accuracy was 0.803 with "loss" and 0.609 with "accuracy" (mean of 3
         draws; ``benchmarks/results/early_stopping.md``).
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the supervised loss and the logistic head,
+        as in scikit-learn's ``LogisticRegression``: a dict
+        ``{label: weight}`` (absent labels weigh 1), "balanced" (inversely
+        proportional to the class frequencies among the labeled rows), or
+        None (all 1). Multiplied by ``fit``'s ``sample_weight``.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     random_state : int, RandomState instance or None, default=None
@@ -371,6 +403,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         patience=32,
         validation_fraction="auto",
         scoring="loss",
+        class_weight=None,
         device="auto",
         random_state=None,
         verbose=0,
@@ -384,6 +417,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.scoring = scoring
+        self.class_weight = class_weight
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -429,6 +463,12 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         early: on digits with 5 labels per class and a frozen encoder, test
         accuracy was 0.803 with "loss" and 0.609 with "accuracy" (mean of 3
         draws; ``benchmarks/results/early_stopping.md``).
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the supervised loss and the logistic head,
+        as in scikit-learn's ``LogisticRegression``: a dict
+        ``{label: weight}`` (absent labels weigh 1), "balanced" (inversely
+        proportional to the class frequencies among the labeled rows), or
+        None (all 1). Multiplied by ``fit``'s ``sample_weight``.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     random_state : int, RandomState instance or None, default=None
@@ -492,6 +532,7 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         patience=32,
         validation_fraction="auto",
         scoring="loss",
+        class_weight=None,
         device="auto",
         random_state=None,
         verbose=0,
@@ -506,6 +547,7 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.scoring = scoring
+        self.class_weight = class_weight
         self.device = device
         self.random_state = random_state
         self.verbose = verbose

@@ -49,8 +49,8 @@ class Rows(torch.utils.data.Dataset):
     batch are densified and moved to the device.
     """
 
-    def __init__(self, X, y, index):
-        self.X, self.y, self.index = X, y, index
+    def __init__(self, X, y, index, weight=None):
+        self.X, self.y, self.index, self.weight = X, y, index, weight
 
     def __len__(self):
         return len(self.index)
@@ -65,6 +65,8 @@ class Rows(torch.utils.data.Dataset):
             X = torch.from_numpy(dense).to(index.device, non_blocking=True)
         else:
             X = self.X[index]
+        if self.weight is not None:
+            X = (X, self.weight[index])  # a weighted batch: see _RowWeightsMixin
         return X, (None if self.y is None else self.y[index])
 
 
@@ -76,20 +78,22 @@ def device_rows(X, y, device):
     return X, (None if y is None else torch.as_tensor(y, device=device))
 
 
-def split_datasets(X, y, train, valid, device):
+def split_datasets(X, y, train, valid, device, weight=None):
     """:class:`Rows` for the ``train`` and ``valid`` row indices of one ``X``
-    (``valid`` may be None: no validation)."""
+    (``valid`` may be None: no validation), with the rows' ``weight`` if given."""
     X, y = device_rows(X, y, device)
+    if weight is not None:
+        weight = torch.as_tensor(weight, dtype=torch.float32, device=device)
 
     def rows(index):
-        return Rows(X, y, torch.as_tensor(index, dtype=torch.int64, device=device))
+        return Rows(X, y, torch.as_tensor(index, dtype=torch.int64, device=device), weight)
 
     return rows(train), (None if valid is None else rows(valid))
 
 
-def all_rows(X, y, device):
+def all_rows(X, y, device, weight=None):
     """:class:`Rows` over every row of ``X``."""
-    return split_datasets(X, y, np.arange(X.shape[0]), None, device)[0]
+    return split_datasets(X, y, np.arange(X.shape[0]), None, device, weight)[0]
 
 
 class SliceBatches:
@@ -219,11 +223,36 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         super().run_single_epoch(iterator, training, prefix, step_fn, **fit_params)
 
 
-class FineTuneNet(_TabularNetMixin, NeuralNetClassifier):
+class _RowWeightsMixin:
+    """Row weights (``sample_weight``, ``class_weight``) in the supervised loss.
+
+    A weighted :class:`Rows` serves ``((X, w), y)``: the module sees ``X``,
+    and a batch's loss is the weighted mean of its rows' losses,
+    ``sum_i w_i l_i / sum_i w_i``, in training and validation alike.
+    Unweighted rows take skorch's own path, unchanged.
+    """
+
+    def infer(self, x, **fit_params):
+        return super().infer(x[0] if isinstance(x, tuple) else x, **fit_params)
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        if not isinstance(X, tuple):
+            return super().get_loss(y_pred, y_true, X=X, training=training)
+        weight = X[1]
+        reduction, self.criterion_.reduction = self.criterion_.reduction, "none"
+        try:
+            losses = self.criterion_(y_pred, y_true.to(self.device))
+        finally:
+            self.criterion_.reduction = reduction
+        losses = losses.reshape(len(weight), -1).mean(dim=1)  # multi-output: mean per row
+        return (losses * weight).sum() / weight.sum().clamp_min(torch.finfo(weight.dtype).tiny)
+
+
+class FineTuneNet(_RowWeightsMixin, _TabularNetMixin, NeuralNetClassifier):
     """A skorch classifier over encoded class indices, trained with AdamW."""
 
 
-class FineTuneRegressorNet(_TabularNetMixin, NeuralNetRegressor):
+class FineTuneRegressorNet(_RowWeightsMixin, _TabularNetMixin, NeuralNetRegressor):
     """A skorch regressor over standardised float32 targets of shape
     (n_samples, n_outputs), trained with AdamW."""
 

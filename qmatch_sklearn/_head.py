@@ -22,7 +22,7 @@ import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._base import BasePretextEncoder
 from ._constraints import Satisfies
@@ -100,6 +100,8 @@ class _Supervised:
     head_seed: int
     data_seed: int
     split_seed: int
+    weights: np.ndarray | None = None
+    validation_weights: np.ndarray | None = None
 
 
 class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
@@ -147,12 +149,13 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         return tags
 
-    def _fit(self, X, y, X_val, y_val):
+    def _fit(self, X, y, X_val, y_val, sample_weight=None):
         """The body of ``fit`` (documented by each task)."""
         self._validate_params()
         X, y = self._check_fit_data(X, y)
         check_two_samples(self, X.shape[0])
         labeled, encoding, targets = self._encode_targets(y)
+        weights = self._row_weights(sample_weight, X, labeled, targets, encoding)
         device = resolve_device(self.device)
         encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
         # Everything about the labeled rows is checked before pretraining, which can take hours.
@@ -165,9 +168,13 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
         else:
             validation = self._check_validation_set(X, X_val, y_val, encoding)
             train, valid = np.arange(len(targets)), None
+        validation_weights = None
+        if validation is not None and weights is not None:
+            validation_weights = self._class_weights(validation[1], encoding)
         supervised = _Supervised(
             X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
             self._head_width(encoding), device, head_seed, data_seed, split_seed,
+            weights, validation_weights,
         )
 
         encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
@@ -212,15 +219,17 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
             module = torch.nn.Sequential(network, head)
         if kind == self._closed_form_head:
             result = self._fit_closed_form_head(
-                head, features(data.X), data.targets, data.split_seed
+                head, features(data.X), data.targets, data.split_seed, data.weights
             )
             return result, frozen, torch.nn.Sequential(network, head)
         train_rows, valid_rows = split_datasets(
-            features(data.X), data.targets, data.train, data.valid, data.device
+            features(data.X), data.targets, data.train, data.valid, data.device, data.weights
         )
         if data.validation is not None:
             X_val, targets_val = data.validation
-            valid_rows = all_rows(features(X_val), targets_val, data.device)
+            valid_rows = all_rows(
+                features(X_val), targets_val, data.device, data.validation_weights
+            )
         net_class, criterion, net_params = self._net_spec(data.n_outputs)
         result = train_net(
             net_class,
@@ -249,6 +258,31 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
     def _stratify(self, targets, validation_fraction):
         """The labels to stratify the validation split by, or None."""
         return None
+
+    def _class_weights(self, targets, encoding):
+        """Each labeled row's weight from ``class_weight`` (classifiers), or None."""
+        return None
+
+    def _row_weights(self, sample_weight, X, labeled, targets, encoding):
+        """The labeled rows' weights in the supervised loss (``sample_weight``
+        times ``class_weight``), or None when every row weighs the same (the
+        unweighted loss, exactly). Checked before any training."""
+        weights = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )[labeled]
+        per_class = self._class_weights(targets, encoding)
+        if per_class is not None:
+            weights = per_class if weights is None else weights * per_class
+        if weights is None:
+            return None
+        if not weights.sum() > 0:
+            raise ValueError(
+                f"{type(self).__name__}: the labeled rows' weights (sample_weight, "
+                "class_weight) sum to zero; at least one labeled row must weigh more than 0."
+            )
+        return None if np.all(weights == weights[0]) else weights.astype(np.float32)
 
     def _check_validation_set(self, X, X_val, y_val, encoding):
         """The validation rows as float32 and their targets encoded as the

@@ -39,7 +39,7 @@ RIDGE = "ridge"
 RIDGE_ALPHAS = np.logspace(-4, 4, 17)
 
 
-def fit_ridge_head_(head, embeddings, targets):
+def fit_ridge_head_(head, embeddings, targets, sample_weight=None):
     """Set ``head`` to a ridge regression of ``targets`` on ``embeddings``; a
     :class:`TrainingResult`.
 
@@ -48,7 +48,7 @@ def fit_ridge_head_(head, embeddings, targets):
     leave-one-out cross-validation on the labeled rows.
     """
     model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
-        embeddings.astype(np.float64), targets.astype(np.float64)
+        embeddings.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
     )
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(model.coef_, dtype=torch.float32))
@@ -90,7 +90,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
         """Fit on ``X``; rows whose targets are NaN are unlabeled.
 
         Parameters
@@ -107,13 +107,18 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             outputs of ``y`` and no NaN. When given, every labeled row of
             ``X`` trains and ``validation_fraction`` is ignored. Give both or
             neither.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows in the supervised loss, the
+            early-stopping loss of the held-out rows and the ridge head.
+            Unlabeled rows' weights are ignored: pretraining treats every row
+            alike. ``X_val`` rows are unweighted.
 
         Returns
         -------
         self : object
             The fitted regressor.
         """
-        return self._fit(X, y, X_val, y_val)
+        return self._fit(X, y, X_val, y_val, sample_weight)
 
     def _check_fit_data(self, X, y):
         if y is None:
@@ -185,8 +190,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneRegressorNet, torch.nn.MSELoss, {}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed):
-        return fit_ridge_head_(head, embeddings, targets)
+    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight):
+        return fit_ridge_head_(head, embeddings, targets, sample_weight)
 
     def _keep_targets(self, scaling):
         self.n_outputs_ = len(scaling.mean)

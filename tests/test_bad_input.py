@@ -104,6 +104,17 @@ CASES = {
         encoder(feature_groups=[[0, 99]]), (X,), ValueError, "index 99"),
     "feature_groups naming columns of an array": (
         encoder(feature_groups=[["a", "b"]]), (X,), ValueError, "X has no column names"),
+    "sample_weight of another length": (classifier(), (X, Y_SEMI), ValueError,
+                                        "sample_weight.shape", {"sample_weight": np.ones(5)}),
+    "negative sample_weight": (classifier(), (X, Y_SEMI), ValueError, "Negative values",
+                               {"sample_weight": -np.ones(len(Y))}),
+    "labeled rows all of weight 0": (
+        classifier(), (X, Y_SEMI), ValueError, "sum to zero",
+        {"sample_weight": np.where(Y_SEMI == -1, 1.0, 0.0)}),
+    "class_weight naming an unseen class": (classifier(class_weight={0: 1.0, 9: 2.0}),
+                                            (X, Y_SEMI), ValueError, r"class_weight has.*\[9\]"),
+    "class_weight not a dict nor 'balanced'": (classifier(class_weight="even"), (X, Y_SEMI),
+                                               ValueError, "'class_weight' parameter"),
     "X with strings": (encoder(), (np.full((5, 2), "a"),), ValueError,
                        "needs numeric features"),
     "regressor y with infinity": (regressor(), (X, np.where(Y_REAL > 2, np.inf, Y_REAL_SEMI)),

@@ -26,9 +26,24 @@ _EVERY_ESTIMATOR = {
     "check_methods_subset_invariance": _FLOAT32_ROUNDING,
     "check_methods_sample_order_invariance": _FLOAT32_ROUNDING,
 }
+#: Integer weights equal repeated rows only in expectation: the head trains by
+#: minibatch AdamW on shuffled rows (repeated rows change every batch), and the
+#: encoders pretrain on every row, whatever its weight. tests/test_weights.py
+#: checks what does hold: uniform weights are the unweighted fit exactly, the
+#: closed-form heads weigh rows as scikit-learn does, and weights move the fit.
+_WEIGHTS_NOT_REPETITION = (
+    "sample weights enter a minibatch SGD loss (and not pretraining), so weighting a row "
+    "by 2 equals repeating it in expectation, not to this check's tolerance"
+)
+_SUPERVISED_WEIGHTS = {
+    "check_sample_weight_equivalence_on_dense_data": _WEIGHTS_NOT_REPETITION,
+    "check_sample_weight_equivalence_on_sparse_data": _WEIGHTS_NOT_REPETITION,
+}
 EXPECTED_FAILURES = {
-    "QMatchClassifier": {"check_classifiers_classes": _UNLABELED},
-    "SupervisedMLPClassifier": {"check_classifiers_classes": _UNLABELED},
+    "QMatchClassifier": {"check_classifiers_classes": _UNLABELED, **_SUPERVISED_WEIGHTS},
+    "SupervisedMLPClassifier": {"check_classifiers_classes": _UNLABELED, **_SUPERVISED_WEIGHTS},
+    "QMatchRegressor": _SUPERVISED_WEIGHTS,
+    "SupervisedMLPRegressor": _SUPERVISED_WEIGHTS,
 }
 
 

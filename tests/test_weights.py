@@ -1,0 +1,141 @@
+"""``sample_weight`` (classifiers and regressors) and ``class_weight`` (classifiers)."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegressionCV, RidgeCV
+from sklearn.model_selection import StratifiedKFold
+from sklearn.preprocessing import StandardScaler
+
+from qmatch_sklearn import (
+    QMatchClassifier,
+    QMatchEncoder,
+    QMatchRegressor,
+    SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
+)
+from qmatch_sklearn._classifier import fit_logistic_head_
+from qmatch_sklearn._engine import FineTuneNet, all_rows
+
+from .conftest import tiny_encoder_params
+
+
+@pytest.fixture(scope="module")
+def imbalanced():
+    X, y = make_classification(n_samples=300, n_features=8, weights=[0.85, 0.15],
+                               class_sep=0.6, random_state=0)
+    return StandardScaler().fit_transform(X).astype(np.float32), y
+
+
+def mlp(**params):
+    return SupervisedMLPClassifier(hidden_sizes=(16,), embedding_dim=8, max_epochs=30,
+                                   validation_fraction=None, random_state=0, device="cpu",
+                                   **params)
+
+
+def test_the_weighted_loss_is_the_weighted_mean_of_row_losses():
+    torch.manual_seed(0)
+    module = torch.nn.Linear(3, 2)
+    X, y = torch.randn(6, 3), torch.tensor([0, 1, 0, 1, 1, 0])
+    weight = torch.tensor([1.0, 0.0, 2.0, 0.5, 3.0, 1.0])
+    net = FineTuneNet(module, criterion=torch.nn.CrossEntropyLoss, classes=[0, 1]).initialize()
+    batch = all_rows(X.numpy(), y.numpy(), "cpu", weight.numpy()).batch(torch.arange(6))
+    (Xb, wb), yb = batch
+    torch.testing.assert_close(wb, weight)
+    loss = net.get_loss(net.infer(batch[0]), yb, X=batch[0])
+    rows = torch.nn.functional.cross_entropy(module(X), y, reduction="none")
+    torch.testing.assert_close(loss, (rows * weight).sum() / weight.sum())
+    assert net.criterion_.reduction == "mean"  # restored after the weighted loss
+    torch.testing.assert_close(Xb, X)
+
+
+@pytest.mark.parametrize("weight", [None, 1.0, 3.5])
+def test_uniform_weights_are_the_unweighted_fit_exactly(weight, imbalanced):
+    X, y = imbalanced
+    reference = mlp().fit(X, y).predict_proba(X)
+    sample_weight = None if weight is None else np.full(len(y), weight)
+    np.testing.assert_array_equal(mlp().fit(X, y, sample_weight=sample_weight).predict_proba(X),
+                                  reference)
+    np.testing.assert_array_equal(
+        mlp(class_weight={0: weight or 1.0, 1: weight or 1.0}).fit(X, y).predict_proba(X),
+        reference)
+
+
+def test_balanced_class_weight_predicts_the_rare_class_more_often(imbalanced):
+    X, y = imbalanced
+    plain = mlp().fit(X, y).predict(X)
+    balanced = mlp(class_weight="balanced").fit(X, y).predict(X)
+    assert (balanced == 1).sum() > (plain == 1).sum()
+    rare = y == 1
+    assert (balanced[rare] == 1).mean() > (plain[rare] == 1).mean()
+
+
+def test_the_logistic_head_weighs_rows_as_scikit_learn_does(imbalanced):
+    """The closed-form head is LogisticRegressionCV, given the same weights."""
+    X, y = imbalanced
+    sample_weight = np.random.RandomState(0).uniform(0.2, 3.0, len(y))
+    head = torch.nn.Linear(X.shape[1], 2)
+    fit_logistic_head_(head, X, y, 7, sample_weight)
+    model = LogisticRegressionCV(
+        cv=StratifiedKFold(5, shuffle=True, random_state=7), scoring="neg_log_loss",
+        l1_ratios=(0.0,), use_legacy_attributes=False, max_iter=1000,
+    ).fit(X, y, sample_weight=sample_weight)
+    np.testing.assert_allclose(head.weight.detach().numpy()[1], model.coef_[0], rtol=1e-5)
+    unweighted = torch.nn.Linear(X.shape[1], 2)
+    fit_logistic_head_(unweighted, X, y, 7)
+    assert not torch.allclose(unweighted.weight, head.weight)
+
+
+def test_a_classifier_weighs_only_its_head(imbalanced):
+    """Pretraining treats rows alike: the same encoder, another head."""
+    X, y = imbalanced
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=2))
+    weighted = QMatchClassifier(encoder, random_state=0, device="cpu")
+    weighted.fit(X, y, sample_weight=np.where(y == 1, 5.0, 1.0))
+    unweighted = QMatchClassifier(encoder, random_state=0, device="cpu").fit(X, y)
+    np.testing.assert_array_equal(weighted.encoder_.transform(X), unweighted.encoder_.transform(X))
+    assert (weighted.predict(X) == 1).sum() > (unweighted.predict(X) == 1).sum()
+
+
+def test_zero_weights_silence_rows(imbalanced):
+    """Rows of weight 0 are as good as absent from the supervised loss."""
+    X, y = imbalanced
+    sample_weight = np.where(y == 1, 0.0, 1.0)
+    sample_weight[np.flatnonzero(y == 1)[:2]] = 1e-6  # both classes keep a row of weight > 0
+    predicted = mlp().fit(X, y, sample_weight=sample_weight).predict(X)
+    assert (predicted == 0).mean() > 0.97
+
+
+def test_regressors_lean_towards_heavy_rows():
+    rng = np.random.RandomState(0)
+    X = rng.randn(240, 4).astype(np.float32)
+    group = X[:, 0] > 0
+    # the two halves disagree on the slope of the second feature
+    y = np.where(group, 2.0, -2.0) * X[:, 1]
+    heavy_group = np.where(group, 50.0, 1.0)
+    for regressor in (
+        SupervisedMLPRegressor(hidden_sizes=(16,), embedding_dim=8, max_epochs=40,
+                               validation_fraction=None, random_state=0, device="cpu"),
+        QMatchRegressor(QMatchEncoder(**tiny_encoder_params(max_epochs=2)), random_state=0,
+                        device="cpu"),
+    ):
+        predicted = regressor.fit(X, y, sample_weight=heavy_group).predict(X)
+        error = (predicted - y) ** 2
+        assert error[group].mean() < error[~group].mean(), type(regressor).__name__
+
+
+def test_the_ridge_head_matches_ridge_cv_with_the_same_weights():
+    rng = np.random.RandomState(1)
+    X = rng.randn(80, 5).astype(np.float32)
+    y = X @ rng.randn(5) + 0.1 * rng.randn(80)
+    sample_weight = rng.uniform(0.1, 5.0, 80)
+    regressor = QMatchRegressor(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
+                                random_state=0, device="cpu")
+    regressor.fit(X, y, sample_weight=sample_weight)
+    Z = regressor.encoder_.transform(X)
+    standardised = (y - regressor.target_mean_) / regressor.target_scale_
+    expected = RidgeCV(alphas=np.logspace(-4, 4, 17)).fit(
+        Z.astype(np.float64), standardised.reshape(-1, 1), sample_weight=sample_weight)
+    np.testing.assert_allclose(regressor.network_[1].weight.numpy().ravel(),
+                               expected.coef_.ravel(), rtol=1e-4, atol=1e-5)
