@@ -53,8 +53,8 @@ def missing_report(csv):
         for missing in MISSING:
             part = results[(results["table"] == table)
                            & (results["missing"].astype(str) == missing)]
-            if part.empty:
-                continue
+            if part.empty or part["numeric_missing_pct"].max() == 0:
+                continue  # nothing missing: every contender saw the same rows
             by = part.groupby("contender")["accuracy"]
             best_imputed = max((c for c in IMPUTED if c in by.groups),
                                key=lambda c: by.get_group(c).mean(), default=None)

@@ -300,9 +300,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         outputs standardised targets.
     n_outputs_ : int
         Number of targets per row (1 for a 1-D ``y``).
-    target_mean_ : ndarray of shape (n_outputs_,)
+    target_mean_ : ndarray of shape (n_outputs,)
         Mean of each target over the labeled rows.
-    target_scale_ : ndarray of shape (n_outputs_,)
+    target_scale_ : ndarray of shape (n_outputs,)
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
         ``target_scale_`` plus ``target_mean_``.
@@ -436,9 +436,9 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         outputs standardised targets.
     n_outputs_ : int
         Number of targets per row (1 for a 1-D ``y``).
-    target_mean_ : ndarray of shape (n_outputs_,)
+    target_mean_ : ndarray of shape (n_outputs,)
         Mean of each target over the labeled rows.
-    target_scale_ : ndarray of shape (n_outputs_,)
+    target_scale_ : ndarray of shape (n_outputs,)
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
         ``target_scale_`` plus ``target_mean_``.
