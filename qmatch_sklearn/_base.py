@@ -30,6 +30,9 @@ from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples, column_groups
 
+#: Rows per block when fit computes the passthrough balance of the embedding.
+BALANCE_ROWS = 8192
+
 
 class BasePretextEncoder(
     PersistenceMixin,
@@ -122,10 +125,15 @@ class BasePretextEncoder(
         keep_trained(self, module.encoder, result, device)
         self.missing_features_ = indicated_features(missing)
         self._n_features_out = self.embedding_dim
-        # for passthrough=True (set now or later): the embedding block's balance
-        inputs = X if missing is None else fill_and_indicate(X, missing)
-        Z = batched_forward(self.network_, X, self.device_, self.embedding_dim)
-        self.embedding_mean_, self.embedding_scale_ = embedding_balance(inputs, Z)
+        # for passthrough=True (set now or later): the embedding block's balance,
+        # from row blocks (the whole X embedded at once would double fit's memory)
+        self.embedding_mean_, self.embedding_scale_ = embedding_balance(
+            (X[i : i + BALANCE_ROWS] if missing is None
+             else fill_and_indicate(X[i : i + BALANCE_ROWS], missing),
+             batched_forward(self.network_, X[i : i + BALANCE_ROWS], self.device_,
+                             self.embedding_dim))
+            for i in range(0, X.shape[0], BALANCE_ROWS)
+        )
         return self
 
     def transform(self, X):

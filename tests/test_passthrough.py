@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder
-from qmatch_sklearn._passthrough import balanced, column_variances, embedding_balance
+from qmatch_sklearn._passthrough import ColumnMoments, balanced, embedding_balance
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -88,10 +88,14 @@ def test_the_classifier_head_sees_the_input_and_survives_saving(
 def test_the_balance_keeps_constant_columns_and_sparse_variances():
     Z = np.c_[np.arange(6.0), np.full(6, 3.0)]
     X = np.c_[np.arange(6.0), np.zeros(6)]
-    mean, scale = embedding_balance(X, Z)
+    mean, scale = embedding_balance([(X[:4], Z[:4]), (X[4:], Z[4:])])  # in row blocks
     out = balanced(Z, mean, scale)
     assert np.isfinite(out).all() and np.allclose(out[:, 1], 0)
-    np.testing.assert_allclose(column_variances(sp.csr_matrix(X)), column_variances(X))
+    sparse, dense = ColumnMoments(), ColumnMoments()
+    sparse.add(sp.csr_matrix(X))
+    dense.add(X)
+    np.testing.assert_allclose(sparse.variance, dense.variance)
+    np.testing.assert_allclose(dense.variance, X.var(0))
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):
