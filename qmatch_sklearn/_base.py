@@ -6,6 +6,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
+from ._categorical import TableInputMixin, expand_groups
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._engine import (
@@ -17,12 +18,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import (
-    check_missing_columns,
-    fill_and_indicate,
-    indicated_features,
-    missing_values_layer,
-)
+from ._missing import check_missing_columns, fill_and_indicate, missing_values_layer
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
@@ -37,6 +33,7 @@ BALANCE_ROWS = 8192
 class BasePretextEncoder(
     PersistenceMixin,
     EncoderNetworkMixin,
+    TableInputMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     BaseEstimator,
@@ -91,7 +88,10 @@ class BasePretextEncoder(
         X = check_features(self, X, reset=True)
         check_two_samples(self, X.shape[0])
         missing = missing_values_layer(X)
-        groups = column_groups(self, getattr(self, "feature_groups", None), X.shape[1])
+        groups = expand_groups(
+            column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
+            self._input_widths(),
+        )
         device = resolve_device(self.device)
         init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
         if X_val is None:
@@ -123,7 +123,7 @@ class BasePretextEncoder(
             valid_seed=valid_seed,
         )
         keep_trained(self, module.encoder, result, device)
-        self.missing_features_ = indicated_features(missing)
+        self.missing_features_ = self._missing_features(missing)
         self._n_features_out = self.embedding_dim
         # for passthrough=True (set now or later): the embedding block's balance,
         # from row blocks (the whole X embedded at once would double fit's memory)
@@ -189,8 +189,8 @@ class BasePretextEncoder(
             return embedding_names
         input_names = _check_feature_names_in(self, input_features)
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_features_]
-        return np.concatenate([input_names, np.asarray(indicator_names, dtype=object),
-                               embedding_names])
+        return np.concatenate([self._input_feature_names(input_features),
+                               np.asarray(indicator_names, dtype=object), embedding_names])
 
     def _missing_values_layer(self):
         """The network's :class:`~._missing.MissingValues` input layer, or None."""

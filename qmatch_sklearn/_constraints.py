@@ -9,6 +9,7 @@ parameter error reads the same way: "The 'x' parameter of Y must be
 import re
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._corruption import CORRUPTIONS
@@ -79,8 +80,22 @@ FEATURE_GROUPS = Satisfies(
     _is_feature_groups, "a list of non-empty lists of column indices or column names"
 )
 
+def _is_column_list(value):
+    return (
+        isinstance(value, (list, tuple, np.ndarray))
+        and len(value) > 0
+        and all(isinstance(column, (Integral, str, np.bool_)) for column in value)
+    )
+
+
+#: ``categorical_features``: which columns exist is checked at fit time.
+CATEGORICAL_FEATURES = Satisfies(
+    _is_column_list, "a non-empty list of column indices or names, or a boolean mask"
+)
+
 #: Parameters of the encoder network.
 NETWORK_CONSTRAINTS = {
+    "categorical_features": [None, StrOptions({"from_dtype"}), CATEGORICAL_FEATURES],
     "hidden_sizes": [None, LAYER_SIZES],
     "architecture": [StrOptions(set(ARCHITECTURES)), USER_NETWORK],
     "embedding_dim": [Interval(Integral, 1, None, closed="left")],

@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._base import BasePretextEncoder
+from ._categorical import TableInputMixin
 from ._constraints import Satisfies
 from ._device import resolve_device
 from ._engine import (
@@ -35,12 +36,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import (
-    check_missing_columns,
-    has_missing,
-    indicated_features,
-    missing_values_layer,
-)
+from ._missing import check_missing_columns, has_missing, missing_values_layer
 from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
@@ -104,15 +100,16 @@ class _Supervised:
     validation_weights: np.ndarray | None = None
 
 
-class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
+class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     """Shared supervised stage of the classifiers and regressors (not for direct use).
 
     ``_fit`` checks everything about the labeled rows, gets the encoder
     network to start from, trains the candidate heads and keeps the one with
     the better validation score.
 
-    Where the encoder network comes from (a mixin): ``_encoder_network(X, seed,
-    device)`` returning it and its output width, ``_head_choices`` and
+    Where the encoder network comes from (a mixin): ``_encoder_network(X,
+    encoder_rows, seed, device)`` returning it and its output width (``X``: the
+    network's input rows; ``encoder_rows``: what an encoder fits on), ``_head_choices`` and
     ``_starting_network`` (which heads to train: on a frozen encoder, with it,
     or both), ``_encoder_skeleton()`` (the fitted encoder network's shape,
     untrained, for loading), ``_embedding_dim()`` and ``_fitted_with_missing()``.
@@ -152,6 +149,7 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
     def _fit(self, X, y, X_val, y_val, sample_weight=None):
         """The body of ``fit`` (documented by each task)."""
         self._validate_params()
+        table = X
         X, y = self._check_fit_data(X, y)
         check_two_samples(self, X.shape[0])
         labeled, encoding, targets = self._encode_targets(y)
@@ -177,7 +175,11 @@ class BaseHeadEstimator(PersistenceMixin, BaseEstimator):
             weights, validation_weights,
         )
 
-        encoder_network, embedding_dim = self._encoder_network(X, encoder_seed, device)
+        # an encoder pretrained here reads the table itself (its categorical columns)
+        encoder_rows = X if self.is_categorical_ is None else table
+        encoder_network, embedding_dim = self._encoder_network(
+            X, encoder_rows, encoder_seed, device
+        )
         has_validation = valid is not None or validation is not None
         candidates = [
             self._train_head(kind, encoder_network, embedding_dim, supervised)
@@ -320,19 +322,19 @@ class PretrainedEncoderMixin:
     pretrained in ``fit`` on every row of ``X`` (or reused from a
     FrozenEstimator); ``freeze_encoder`` chooses the heads."""
 
-    def _encoder_network(self, X, seed, device):
+    def _encoder_network(self, X, encoder_rows, seed, device):
         if self.encoder is None:
             encoder = QMatchEncoder(
                 passthrough=True, device=self.device, random_state=seed, verbose=self.verbose
             )
         else:
             encoder = clone(self.encoder)
-        encoder.fit(X, None)
+        encoder.fit(encoder_rows, None)
         fitted = _unfrozen(encoder)
         check_is_fitted(fitted)
-        if fitted.n_features_in_ != X.shape[1]:
+        if fitted._n_inputs() != X.shape[1]:
             raise ValueError(
-                f"X has {X.shape[1]} features, but the encoder was fitted on "
+                f"X has {self.n_features_in_} features, but the encoder was fitted on "
                 f"{fitted.n_features_in_} features."
             )
         self.encoder_ = encoder
@@ -364,10 +366,21 @@ class PretrainedEncoderMixin:
         encoder = _unfrozen(self.encoder_)
         if not encoder.passthrough:
             return encoder.embedding_dim
-        return encoder.n_features_in_ + len(encoder.missing_features_) + encoder.embedding_dim
+        return encoder._n_inputs() + len(encoder.missing_features_) + encoder.embedding_dim
 
     def _fitted_with_missing(self):
         return len(_unfrozen(self.encoder_).missing_features_) > 0
+
+    def _categorical_param(self):
+        return ("from_dtype" if self.encoder is None
+                else _unfrozen(self.encoder).categorical_features)
+
+    def _fit_categories(self, X):
+        # a fitted, frozen encoder's network reads the columns it was fitted on
+        if isinstance(self.encoder, FrozenEstimator):
+            fitted = self.encoder.estimator
+            return getattr(fitted, "is_categorical_", None), getattr(fitted, "categories_", None)
+        return super()._fit_categories(X)
 
 
 class RandomInitMixin(EncoderNetworkMixin):
@@ -375,11 +388,11 @@ class RandomInitMixin(EncoderNetworkMixin):
     with random weights (the paper's supervised baseline); the whole network
     trains."""
 
-    def _encoder_network(self, X, seed, device):
+    def _encoder_network(self, X, encoder_rows, seed, device):
         missing = missing_values_layer(X)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
-        self.missing_features_ = indicated_features(missing)
+        self.missing_features_ = self._missing_features(missing)
         return network.to(device), self.embedding_dim
 
     def _embedding_dim(self):

@@ -214,5 +214,5 @@ class EncoderNetworkMixin:
         """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
         missing = None
         if len(self.missing_features_):
-            missing = missing_values_skeleton(self.n_features_in_, self.missing_features_)
-        return self._build_encoder(self.n_features_in_, torch.Generator(), missing)
+            missing = missing_values_skeleton(self._n_inputs(), self._indicated_inputs())
+        return self._build_encoder(self._n_inputs(), torch.Generator(), missing)

@@ -317,6 +317,11 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    is_categorical_ : ndarray of bool or None
+        Which columns of ``X`` are categorical; None when none is.
+    categories_ : list of ndarray or None
+        The categories of each categorical column, in the order of its
+        one-hot block.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -389,6 +394,17 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
 
     Parameters
     ----------
+    categorical_features : "from_dtype", list of int or str, bool mask or None, \
+            default="from_dtype"
+        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; or the
+        columns named (indices, names, or a boolean mask), whose values then
+        may be numbers too (integer codes); None: every column is numeric.
+        The network reads each categorical column as a one-hot block of the
+        categories seen at fit (``categories_``; at most 255 per column); a
+        missing value or a category unseen at fit is a block of zeros.
+        Corruption replaces a block as one unit, so a corrupted row still
+        has at most one category on.
     hidden_sizes : tuple of int, default=None
         Hidden widths of the encoder network; None means (512, 512) for
         ``architecture="mlp"`` and the paper's widths for ``"imix"``.
@@ -452,6 +468,11 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    is_categorical_ : ndarray of bool or None
+        Which columns of ``X`` are categorical; None when none is.
+    categories_ : list of ndarray or None
+        The categories of each categorical column, in the order of its
+        one-hot block.
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit, each with an
         indicator channel at the network's input; empty when ``X`` had none
@@ -480,6 +501,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     def __init__(
         self,
         *,
+        categorical_features="from_dtype",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -494,6 +516,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         random_state=None,
         verbose=0,
     ):
+        self.categorical_features = categorical_features
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim

@@ -6,6 +6,8 @@ from pandas.api.types import is_numeric_dtype
 from scipy.sparse import issparse
 from sklearn.utils.validation import validate_data
 
+from ._categorical import TableInputMixin, check_dtypes_unchanged, check_table
+
 
 def check_features(estimator, X, y="no_validation", *, reset):
     """``validate_data`` to float32, with a hint when the input holds strings.
@@ -14,7 +16,22 @@ def check_features(estimator, X, y="no_validation", *, reset):
     CSR: the engine densifies one batch at a time, so a wide one-hot matrix
     never exists densely in memory. Missing values (NaN) pass: the networks
     take them natively (``_missing.py``); infinity raises.
+
+    For an estimator with categorical columns (a
+    :class:`~._categorical.TableInputMixin`), ``reset`` fits
+    ``is_categorical_`` and ``categories_``, and the rows come back as the
+    network's input, each categorical column one-hot (``_categorical.py``).
     """
+    table = isinstance(estimator, TableInputMixin)
+    if reset and table:
+        estimator.is_categorical_, estimator.categories_ = estimator._fit_categories(X)
+    mask = getattr(estimator, "is_categorical_", None) if table else None
+    if mask is not None:
+        if not reset and estimator._categorical_param() == "from_dtype":
+            check_dtypes_unchanged(estimator, X)
+        return check_table(estimator, X, y, reset=reset, mask=mask,
+                           categories=estimator.categories_, dtype=np.float32,
+                           ensure_all_finite="allow-nan")
     try:
         return validate_data(
             estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr",
@@ -24,8 +41,10 @@ def check_features(estimator, X, y="no_validation", *, reset):
         if not holds_non_numbers(X):
             raise
         raise ValueError(
-            f"{type(estimator).__name__} needs numeric features ({error}). Encode "
-            "categorical columns first, e.g. with a OneHotEncoder in a ColumnTransformer."
+            f"{type(estimator).__name__} needs numeric features ({error}). Pass a DataFrame "
+            "whose categorical columns have dtype category, string or object (read by "
+            "categorical_features='from_dtype'), name them in categorical_features, or "
+            "encode them upstream, e.g. with a OneHotEncoder in a ColumnTransformer."
         ) from error
 
 

@@ -95,7 +95,6 @@ class QMatchModule(PretextModule):
     def __init__(
         self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay,
         corruption_type="vime",
-        feature_groups=None,
     ):
         super().__init__(encoder)
         self.projector = projector
@@ -160,6 +159,17 @@ class QMatchEncoder(BasePretextEncoder):
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
+    categorical_features : "from_dtype", list of int or str, bool mask or None, \
+            default="from_dtype"
+        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; or the
+        columns named (indices, names, or a boolean mask), whose values then
+        may be numbers too (integer codes); None: every column is numeric.
+        The network reads each categorical column as a one-hot block of the
+        categories seen at fit (``categories_``; at most 255 per column); a
+        missing value or a category unseen at fit is a block of zeros.
+        Corruption replaces a block as one unit, so a corrupted row still
+        has at most one category on.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -233,6 +243,11 @@ class QMatchEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    is_categorical_ : ndarray of bool or None
+        Which columns of ``X`` are categorical; None when none is.
+    categories_ : list of ndarray or None
+        The categories of each categorical column, in the order of its
+        one-hot block.
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit, each with an
         indicator channel at the network's input; empty when ``X`` had none
@@ -293,6 +308,7 @@ class QMatchEncoder(BasePretextEncoder):
         corruption_type="vime",
         feature_groups=None,
         ema_decay=0.9,
+        categorical_features="from_dtype",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -316,6 +332,7 @@ class QMatchEncoder(BasePretextEncoder):
         self.corruption_type = corruption_type
         self.feature_groups = feature_groups
         self.ema_decay = ema_decay
+        self.categorical_features = categorical_features
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim

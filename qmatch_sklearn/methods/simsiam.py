@@ -102,6 +102,17 @@ class SimSiamEncoder(BasePretextEncoder):
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
         Hidden width of the predictor (its bottleneck).
+    categorical_features : "from_dtype", list of int or str, bool mask or None, \
+            default="from_dtype"
+        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; or the
+        columns named (indices, names, or a boolean mask), whose values then
+        may be numbers too (integer codes); None: every column is numeric.
+        The network reads each categorical column as a one-hot block of the
+        categories seen at fit (``categories_``; at most 255 per column); a
+        missing value or a category unseen at fit is a block of zeros.
+        Corruption replaces a block as one unit, so a corrupted row still
+        has at most one category on.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -175,6 +186,11 @@ class SimSiamEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    is_categorical_ : ndarray of bool or None
+        Which columns of ``X`` are categorical; None when none is.
+    categories_ : list of ndarray or None
+        The categories of each categorical column, in the order of its
+        one-hot block.
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit, each with an
         indicator channel at the network's input; empty when ``X`` had none
@@ -225,6 +241,7 @@ class SimSiamEncoder(BasePretextEncoder):
         feature_groups=None,
         projection_sizes=(2048, 2048, 2048),
         predictor_width=512,
+        categorical_features="from_dtype",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -244,6 +261,7 @@ class SimSiamEncoder(BasePretextEncoder):
         self.feature_groups = feature_groups
         self.projection_sizes = projection_sizes
         self.predictor_width = predictor_width
+        self.categorical_features = categorical_features
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim

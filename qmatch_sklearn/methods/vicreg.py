@@ -106,6 +106,17 @@ class VICRegEncoder(BasePretextEncoder):
         category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
         fitted ColumnTransformer. Columns in no group are corrupted on their
         own. None: every column on its own, as in the paper.
+    categorical_features : "from_dtype", list of int or str, bool mask or None, \
+            default="from_dtype"
+        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; or the
+        columns named (indices, names, or a boolean mask), whose values then
+        may be numbers too (integer codes); None: every column is numeric.
+        The network reads each categorical column as a one-hot block of the
+        categories seen at fit (``categories_``; at most 255 per column); a
+        missing value or a category unseen at fit is a block of zeros.
+        Corruption replaces a block as one unit, so a corrupted row still
+        has at most one category on.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -179,6 +190,11 @@ class VICRegEncoder(BasePretextEncoder):
         Device the network lives on.
     n_features_in_ : int
         Number of input features.
+    is_categorical_ : ndarray of bool or None
+        Which columns of ``X`` are categorical; None when none is.
+    categories_ : list of ndarray or None
+        The categories of each categorical column, in the order of its
+        one-hot block.
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit, each with an
         indicator channel at the network's input; empty when ``X`` had none
@@ -230,6 +246,7 @@ class VICRegEncoder(BasePretextEncoder):
         corruption=0.3,
         corruption_type="vime",
         feature_groups=None,
+        categorical_features="from_dtype",
         hidden_sizes=None,
         architecture="mlp",
         embedding_dim=128,
@@ -250,6 +267,7 @@ class VICRegEncoder(BasePretextEncoder):
         self.corruption = corruption
         self.corruption_type = corruption_type
         self.feature_groups = feature_groups
+        self.categorical_features = categorical_features
         self.hidden_sizes = hidden_sizes
         self.architecture = architecture
         self.embedding_dim = embedding_dim

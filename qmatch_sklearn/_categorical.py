@@ -1,0 +1,279 @@
+"""Categorical columns, natively: a table's categories become one-hot blocks of the input.
+
+An estimator that builds a network (the encoders, the supervised baselines)
+takes a pandas DataFrame whose categorical columns are still categories, as
+``HistGradientBoostingClassifier(categorical_features="from_dtype")`` does.
+Its ``categorical_features`` parameter says which columns are categorical:
+``"from_dtype"`` (the columns of dtype ``category``, ``string`` or
+``object``), explicit column indices, names or a boolean mask (then integer
+codes in a numeric array work too), or None (every column numeric).
+
+At ``fit`` each categorical column's categories are recorded
+(``categories_``: a ``category`` column's declared categories, else its
+distinct observed values, sorted). The network's input is the table with
+each categorical column replaced, in place, by a one-hot block of its
+categories (internal one-hot); a missing value or a category not seen at
+fit is a block of zeros, as ``OneHotEncoder(handle_unknown="ignore")``
+encodes it. Each block is one unit for the corruption (``_corruption.py``):
+a corrupted row takes the whole block from another row, so it still has at
+most one category on, never two.
+"""
+
+import contextlib
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from scipy.sparse import issparse
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_array,
+    check_X_y,
+    validate_data,
+)
+
+from ._missing import indicated_features
+
+#: Categories one column may have: a wider one-hot block is an identifier, not a
+#: category (HistGradientBoostingClassifier's limit too).
+MAX_CATEGORIES = 255
+
+
+def _is_categorical_dtype(dtype):
+    return not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))
+
+
+def categorical_mask(estimator, X, categorical_features):
+    """Which columns of ``X`` are categorical under ``categorical_features``,
+    as a boolean mask, or None when none is.
+
+    ``"from_dtype"`` reads a DataFrame's dtypes (any other input has none);
+    indices, names or a boolean mask are checked against ``X``'s columns.
+    """
+    if categorical_features is None:
+        return None
+    n_features = X.shape[1]
+    if isinstance(categorical_features, str):  # "from_dtype"
+        if not isinstance(X, pd.DataFrame):
+            return None
+        mask = np.array([_is_categorical_dtype(dtype) for dtype in X.dtypes])
+        return mask if mask.any() else None
+    given = list(categorical_features)
+    if given and all(isinstance(item, (bool, np.bool_)) for item in given):
+        if len(given) != n_features:
+            raise ValueError(
+                f"categorical_features is a boolean mask of {len(given)} entries, but X has "
+                f"{n_features} columns."
+            )
+        mask = np.asarray(given, dtype=bool)
+        return mask if mask.any() else None
+    names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+    mask = np.zeros(n_features, dtype=bool)
+    for item in given:
+        if isinstance(item, str):
+            if names is None or item not in names:
+                where = "among X's columns" if names is not None else (
+                    "because X has no column names (pass a DataFrame, or indices)")
+                raise ValueError(f"categorical_features names {item!r}, which is not {where}.")
+            mask[names.index(item)] = True
+        else:
+            j = int(item)
+            if not -n_features <= j < n_features:
+                raise ValueError(
+                    f"categorical_features has the column index {j}, but X has {n_features} "
+                    "columns."
+                )
+            mask[j] = True
+    return mask if mask.any() else None
+
+
+def _as_frame(X):
+    if issparse(X):
+        raise ValueError(
+            "categorical_features needs dense X (a DataFrame or an array): categorical "
+            "columns of a sparse matrix are not supported. One-hot encode them upstream."
+        )
+    return X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+
+
+def _name(X, j):
+    return repr(X.columns[j]) if isinstance(X, pd.DataFrame) else f"{j}"
+
+
+def fit_categories(X, mask):
+    """The categories of each categorical column of ``X``: a ``category``
+    column's declared categories, else its distinct non-missing values
+    (sorted when they sort). Raises a ValueError for a column with none (all
+    missing) or more than ``MAX_CATEGORIES``."""
+    frame = _as_frame(X)
+    categories = []
+    for j in np.flatnonzero(mask):
+        column = frame.iloc[:, j]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            values = column.cat.categories.to_numpy()
+        else:
+            values = pd.unique(column.dropna().to_numpy())
+            # values of several types do not sort: they keep their order of appearance
+            with contextlib.suppress(TypeError):
+                values = np.sort(values)
+        if column.isna().all() or len(values) == 0:
+            raise ValueError(
+                f"Categorical column {_name(X, j)} of X has no observed value (all missing): "
+                "there is nothing to learn from it. Drop it before fitting."
+            )
+        if len(values) > MAX_CATEGORIES:
+            raise ValueError(
+                f"Categorical column {_name(X, j)} of X has {len(values)} categories, more "
+                f"than {MAX_CATEGORIES}: as one-hot columns it would mostly be an identifier. "
+                "Drop it, or encode it upstream (e.g. sklearn's TargetEncoder)."
+            )
+        if values.dtype.kind == "O" and all(isinstance(value, str) for value in values):
+            values = values.astype(str)
+        categories.append(values)
+    return categories
+
+
+def input_widths(n_features, mask, categories):
+    """How many network input columns each column of ``X`` becomes (1, or its
+    number of categories)."""
+    widths = np.ones(n_features, dtype=np.int64)
+    if mask is not None:
+        widths[mask] = [len(values) for values in categories]
+    return widths
+
+
+def input_origin(widths):
+    """For each network input column, the column of ``X`` it comes from."""
+    return np.repeat(np.arange(len(widths)), widths)
+
+
+def expand_groups(group_of, widths):
+    """Corruption groups over the network's input: ``group_of`` (each column
+    of ``X``'s group, or None: each column alone) spread over the one-hot
+    blocks, so that a block is always one unit. None when nothing is grouped."""
+    if group_of is None and (widths == 1).all():
+        return None
+    base = np.arange(len(widths)) if group_of is None else group_of
+    return np.repeat(base, widths)
+
+
+def input_feature_names(names, mask, categories):
+    """Names of the network's input columns: a categorical column ``c`` becomes
+    ``c_<category>`` for each category, as ``OneHotEncoder`` names them."""
+    if mask is None:
+        return np.asarray(names, dtype=object)
+    out, blocks = [], iter(categories)
+    for name, is_categorical in zip(names, mask, strict=True):
+        out += [f"{name}_{value}" for value in next(blocks)] if is_categorical else [name]
+    return np.asarray(out, dtype=object)
+
+
+def check_dtypes_unchanged(estimator, X):
+    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
+    columns of ``X`` whose kind (categorical or numeric) differs from fit."""
+    if not isinstance(X, pd.DataFrame):
+        names = np.asarray(estimator.feature_names_in_)[estimator.is_categorical_]
+        raise ValueError(
+            f"{type(estimator).__name__} was fitted on a DataFrame with categorical columns "
+            f"({', '.join(map(str, names))}); "
+            f"pass a DataFrame with the same columns, not {type(X).__name__}."
+        )
+    now = np.array([_is_categorical_dtype(dtype) for dtype in X.dtypes])
+    changed = np.flatnonzero(now != estimator.is_categorical_)
+    if len(changed):
+        described = ", ".join(
+            f"{X.columns[j]!r} ({'categorical' if estimator.is_categorical_[j] else 'numeric'} "
+            f"at fit, dtype {X.dtypes.iloc[j]} now)"
+            for j in changed
+        )
+        raise ValueError(
+            f"Column(s) of X changed kind since fit: {described}. Cast them back to the "
+            "dtype they had at fit."
+        )
+
+
+def one_hot_table(X, mask, categories, numeric):
+    """The network's input rows: the numeric columns (already checked, float32)
+    and each categorical column's one-hot block, in the columns' order; a
+    missing or unseen category is a block of zeros."""
+    frame = _as_frame(X)
+    widths = input_widths(len(mask), mask, categories)
+    starts = np.concatenate([[0], np.cumsum(widths)[:-1]])
+    out = np.zeros((frame.shape[0], int(widths.sum())), dtype=np.float32)
+    out[:, starts[~mask]] = numeric
+    rows = np.arange(frame.shape[0])
+    for j, values in zip(np.flatnonzero(mask), categories, strict=True):
+        codes = pd.Categorical(frame.iloc[:, j].to_numpy(), categories=values).codes
+        seen = codes >= 0
+        out[rows[seen], starts[j] + codes[seen]] = 1.0
+    return out
+
+
+def check_table(estimator, X, y="no_validation", *, reset, mask, categories, **check_params):
+    """``validate_data`` for a table with the categorical columns ``mask`` (fit
+    at ``reset``), returning the network's input rows (and ``y``).
+
+    Column names and count are checked as ``validate_data`` does; the numeric
+    columns are checked with ``check_params`` (finite or NaN, float32), and
+    the categorical ones one-hot encoded (:func:`one_hot_table`).
+    """
+    validate_data(estimator, X, skip_check_array=True, reset=reset)
+    if len(mask) != X.shape[1]:  # categories fitted elsewhere (a fitted, frozen encoder)
+        raise ValueError(
+            f"X has {X.shape[1]} features, but the categorical columns were fitted on "
+            f"{len(mask)} features."
+        )
+    frame = _as_frame(X)
+    numeric = frame.iloc[:, np.flatnonzero(~mask)]
+    check_params = {"ensure_min_features": 0, "estimator": estimator, **check_params}
+    if isinstance(y, str) and y == "no_validation":
+        numeric = check_array(numeric, **check_params)
+    else:
+        numeric, y = check_X_y(numeric, y, **check_params)
+    out = one_hot_table(frame, mask, categories, numeric)
+    return out if isinstance(y, str) and y == "no_validation" else (out, y)
+
+
+class TableInputMixin:
+    """For estimators whose network reads ``X``'s columns: the categorical
+    columns (``categorical_features``, see the module docstring) and the
+    network input they make.
+
+    ``check_features`` fits ``is_categorical_`` (a boolean mask, or None when
+    no column is categorical) and ``categories_`` at ``reset`` through
+    :meth:`_fit_categories`, and one-hot encodes with them afterwards.
+    """
+
+    def _categorical_param(self):
+        """The ``categorical_features`` that decides which columns are categorical."""
+        return self.categorical_features
+
+    def _fit_categories(self, X):
+        """``(is_categorical_, categories_)`` for the fit rows ``X``."""
+        mask = categorical_mask(self, X, self._categorical_param())
+        return mask, (None if mask is None else fit_categories(X, mask))
+
+    def _input_widths(self):
+        return input_widths(self.n_features_in_, getattr(self, "is_categorical_", None),
+                            getattr(self, "categories_", None))
+
+    def _n_inputs(self):
+        """Width of the network's input: ``X``'s columns, categorical ones one-hot."""
+        return int(self._input_widths().sum())
+
+    def _input_feature_names(self, input_features=None):
+        """Names of the network's input columns (``input_features`` checked as
+        ``get_feature_names_out`` does)."""
+        names = _check_feature_names_in(self, input_features)
+        return input_feature_names(names, getattr(self, "is_categorical_", None),
+                                   getattr(self, "categories_", None))
+
+    def _missing_features(self, layer):
+        """``missing_features_``: the columns of ``X`` behind the network input
+        columns that the :class:`~._missing.MissingValues` ``layer`` indicates."""
+        return input_origin(self._input_widths())[indicated_features(layer)]
+
+    def _indicated_inputs(self):
+        """The network input columns of ``missing_features_`` (for loading)."""
+        widths = self._input_widths()
+        return (np.cumsum(widths) - widths)[self.missing_features_]
