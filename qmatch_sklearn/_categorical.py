@@ -52,12 +52,16 @@ def categorical_mask(estimator, X, categorical_features):
     """
     if categorical_features is None:
         return None
-    n_features = X.shape[1]
     if isinstance(categorical_features, str):  # "from_dtype"
         if not isinstance(X, pd.DataFrame):
             return None
         mask = np.array([_is_categorical_dtype(dtype) for dtype in X.dtypes])
         return mask if mask.any() else None
+    if issparse(X):
+        _as_frame(X)  # refused: categorical columns of a sparse matrix
+    if not isinstance(X, pd.DataFrame) and np.ndim(X) != 2:
+        return None  # validate_data's error for input that is not 2-D follows
+    n_features = np.shape(X)[1]
     given = list(categorical_features)
     if given and all(isinstance(item, (bool, np.bool_)) for item in given):
         if len(given) != n_features:
@@ -203,7 +207,7 @@ def one_hot_table(X, mask, categories, numeric):
     out[:, starts[~mask]] = numeric
     rows = np.arange(frame.shape[0])
     for j, values in zip(np.flatnonzero(mask), categories, strict=True):
-        codes = pd.Categorical(frame.iloc[:, j].to_numpy(), categories=values).codes
+        codes = pd.Index(values).get_indexer(frame.iloc[:, j].to_numpy())  # -1: missing, unseen
         seen = codes >= 0
         out[rows[seen], starts[j] + codes[seen]] = 1.0
     return out

@@ -30,6 +30,7 @@ from ._head import (
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
+    weigh_embedding_block,
 )
 from ._validation import check_features
 
@@ -41,35 +42,48 @@ UNLABELED = -1
 LOGISTIC = "logistic"
 
 
-def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None):
-    """Set ``head`` to a logistic regression on ``embeddings``; a :class:`TrainingResult`.
+def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_embedding=None):
+    """Set ``head`` to a logistic regression on ``embeddings``; a
+    :class:`TrainingResult` and the weight of the embedding block.
 
     The regularisation C is chosen among scikit-learn's ten defaults by
     stratified cross-validation (log-loss) on the labeled rows, with as many
     folds (at most 5) as the smallest class allows; C=1 when a class has one
-    row. For two classes the regression's one score becomes the second
-    logit and the first is 0, so the softmax equals its sigmoid.
+    row. When ``embeddings`` end with ``n_embedding`` embedding columns
+    beside the input features, the weight of that block is chosen with C, on
+    the same folds (:func:`~._head.weigh_embedding_block`). For two classes
+    the regression's one score becomes the second logit and the first is 0,
+    so the softmax equals its sigmoid.
     """
     smallest = np.bincount(targets).min()
-    if smallest < 2:
-        model = LogisticRegression(C=1.0, max_iter=1000)
-    else:
-        folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
-        model = LogisticRegressionCV(
-            cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,), use_legacy_attributes=False,
-            max_iter=1000,
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # at the extreme Cs
-        model.fit(embeddings, targets, sample_weight=sample_weight)
-    coef, intercept = model.coef_, model.intercept_
+
+    def fit(features):
+        if smallest < 2:
+            model = LogisticRegression(C=1.0, max_iter=1000)
+        else:
+            folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+            model = LogisticRegressionCV(
+                cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
+                use_legacy_attributes=False, max_iter=1000,
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # at the extreme Cs
+            model.fit(features, targets, sample_weight=sample_weight)
+        # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
+        score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
+        return model, score
+
+    model, weight = weigh_embedding_block(fit, embeddings, n_embedding if smallest >= 2 else None)
+    coef, intercept = model.coef_.copy(), model.intercept_
+    if n_embedding is not None:
+        coef[..., coef.shape[-1] - n_embedding:] *= weight
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    return TrainingResult(History(), 0, 0, None)
+    return TrainingResult(History(), 0, 0, None), weight
 
 
 def labeled_mask(y):
@@ -173,8 +187,8 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneNet, torch.nn.CrossEntropyLoss, {"classes": np.arange(n_outputs)}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight):
-        return fit_logistic_head_(head, embeddings, targets, seed, sample_weight)
+    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight, n_embedding):
+        return fit_logistic_head_(head, embeddings, targets, seed, sample_weight, n_embedding)
 
     def _class_weights(self, targets, label_encoder):
         if self.class_weight is None:
@@ -298,9 +312,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         evaluation), False fine-tunes the encoder with it. "auto" trains both
         when there is a validation set (``X_val``, or ``validation_fraction``
         gives one) and keeps the better on it. Without one (few labels) the
-        head is a logistic regression on the frozen embeddings whose C is
-        chosen by cross-validation on the labeled rows (as
-        ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``): fine-tuning,
+        head is a logistic regression on the frozen embeddings whose C (and,
+        beside the input features, the weight of the embedding,
+        ``embedding_weight_``) is chosen by cross-validation on the labeled
+        rows (as ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``): fine-tuning,
         or an AdamW head, on a few dozen labeled rows with nothing to stop
         them overfit (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
@@ -361,6 +376,13 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         logistic regression of ``freeze_encoder="auto"`` without validation).
     best_epoch_ : int
         Supervised epoch whose weights were kept (1-based; 0 as above).
+    embedding_weight_ : float
+        With an encoder of ``passthrough=True`` and the closed-form head of
+        ``freeze_encoder="auto"``, the weight of the embedding block beside
+        the input features, chosen among 1, 0.5 and 0 with the head's
+        regularisation by the same cross-validated log-loss: 0 means the head reads
+        the input features alone (the embedding did not help on the labeled
+        rows). 1.0 otherwise.
     device_ : str
         Device the network lives on.
     n_features_in_ : int

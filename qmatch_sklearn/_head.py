@@ -51,6 +51,36 @@ from .methods import QMatchEncoder
 #: frozen embeddings (``_classifier.LOGISTIC``, ``_regressor.RIDGE``).
 LINEAR, FINE_TUNED = "linear", "fine-tuned"
 
+#: The weights of the embedding block beside the input features among which the
+#: closed-form heads choose by cross-validation (encoders with ``passthrough=True``);
+#: 0 is the input features alone. On ties the first (the whole embedding) stays.
+EMBEDDING_WEIGHTS = (1.0, 0.5, 0.0)
+
+
+def weigh_embedding_block(fit, features, n_embedding):
+    """The closed-form head fitted with the best weight of the embedding block.
+
+    ``fit(features) -> (model, cv_score)`` fits the head (higher scores are
+    better); ``features`` end with the ``n_embedding`` embedding columns
+    (None: no input block to weigh them against, fit once). Each weight of
+    :data:`EMBEDDING_WEIGHTS` scales those columns, and the best
+    cross-validated score wins: a linear head on few labeled rows then keeps
+    the embedding where it helps and falls back to the input features alone
+    where it is noise. Returns ``(model, weight)``; the model's coefficients
+    of the embedding columns must be multiplied by ``weight`` to read the
+    unscaled features.
+    """
+    if n_embedding is None:
+        return fit(features)[0], 1.0
+    best = None
+    for weight in EMBEDDING_WEIGHTS:
+        weighted = features.copy()
+        weighted[:, features.shape[1] - n_embedding:] *= weight
+        model, score = fit(weighted)
+        if best is None or score > best[0]:
+            best = (score, model, weight)
+    return best[1], best[2]
+
 
 def _is_library_encoder(value):
     inner = value.estimator if isinstance(value, FrozenEstimator) else value
@@ -122,7 +152,9 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     (``y_val``), ``_head_width`` and ``_n_network_outputs`` (the head's width
     at fit and once fitted), ``_net_spec`` (skorch net class, loss, extra net
     parameters), ``_closed_form_head`` with ``_fit_closed_form_head`` (the
-    head ``freeze_encoder="auto"`` fits without validation), ``_monitors``
+    head ``freeze_encoder="auto"`` fits without validation, returning the
+    training result and the embedding block's weight, see
+    :func:`weigh_embedding_block`), ``_monitors``
     (the history column early stopping watches for each ``scoring``) and
     ``_keep_targets`` (the fitted attributes that decode predictions).
     """
@@ -220,10 +252,12 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             network.requires_grad_(True)
             module = torch.nn.Sequential(network, head)
         if kind == self._closed_form_head:
-            result = self._fit_closed_form_head(
-                head, features(data.X), data.targets, data.split_seed, data.weights
+            result, self.embedding_weight_ = self._fit_closed_form_head(
+                head, features(data.X), data.targets, data.split_seed, data.weights,
+                self._embedding_block(),
             )
             return result, frozen, torch.nn.Sequential(network, head)
+        self.embedding_weight_ = 1.0
         train_rows, valid_rows = split_datasets(
             features(data.X), data.targets, data.train, data.valid, data.device, data.weights
         )
@@ -247,6 +281,11 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             **net_params,
         )
         return result, frozen, torch.nn.Sequential(network, head)
+
+    def _embedding_block(self):
+        """Width of the embedding block at the end of the head's input when it
+        follows the input features (``passthrough=True``), else None."""
+        return None
 
     def _head_choices(self, has_validation):
         """The heads to train (the better on validation is kept): ``LINEAR``
@@ -370,6 +409,10 @@ class PretrainedEncoderMixin:
 
     def _fitted_with_missing(self):
         return len(_unfrozen(self.encoder_).missing_features_) > 0
+
+    def _embedding_block(self):
+        encoder = _unfrozen(self.encoder_)
+        return encoder.embedding_dim if encoder.passthrough else None
 
     def _categorical_param(self):
         return ("from_dtype" if self.encoder is None

@@ -25,6 +25,7 @@ from ._head import (
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
+    weigh_embedding_block,
 )
 from ._validation import check_features
 
@@ -39,21 +40,31 @@ RIDGE = "ridge"
 RIDGE_ALPHAS = np.logspace(-4, 4, 17)
 
 
-def fit_ridge_head_(head, embeddings, targets, sample_weight=None):
+def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=None):
     """Set ``head`` to a ridge regression of ``targets`` on ``embeddings``; a
-    :class:`TrainingResult`.
+    :class:`TrainingResult` and the weight of the embedding block.
 
     ``targets`` (n_samples, n_outputs) are standardised; alpha, one for all
     outputs, is chosen among ``RIDGE_ALPHAS`` by ``RidgeCV``'s efficient
-    leave-one-out cross-validation on the labeled rows.
+    leave-one-out cross-validation on the labeled rows. When ``embeddings``
+    end with ``n_embedding`` embedding columns beside the input features, the
+    weight of that block is chosen with alpha by the same leave-one-out error
+    (:func:`~._head.weigh_embedding_block`).
     """
-    model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
-        embeddings.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
-    )
+    def fit(features):
+        model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
+            features.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
+        )
+        return model, model.best_score_
+
+    model, weight = weigh_embedding_block(fit, embeddings, n_embedding)
+    coef = model.coef_.copy()
+    if n_embedding is not None:
+        coef[..., coef.shape[-1] - n_embedding:] *= weight
     with torch.no_grad():
-        head.weight.copy_(torch.as_tensor(model.coef_, dtype=torch.float32))
+        head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(model.intercept_, dtype=torch.float32))
-    return TrainingResult(History(), 0, 0, None)
+    return TrainingResult(History(), 0, 0, None), weight
 
 
 class _TargetScaling(NamedTuple):
@@ -190,8 +201,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneRegressorNet, torch.nn.MSELoss, {}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight):
-        return fit_ridge_head_(head, embeddings, targets, sample_weight)
+    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight, n_embedding):
+        return fit_ridge_head_(head, embeddings, targets, sample_weight, n_embedding)
 
     def _keep_targets(self, scaling):
         self.n_outputs_ = len(scaling.mean)
@@ -252,9 +263,10 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         evaluation), False fine-tunes the encoder with it. "auto" trains both
         when there is a validation set (``X_val``, or ``validation_fraction``
         gives one) and keeps the better on it. Without one (few labels) the
-        head is a ridge regression on the frozen embeddings whose alpha is
-        chosen by leave-one-out cross-validation on the labeled rows (as
-        ``RidgeCV``; no epochs, ``n_epochs_ = 0``): with nothing to stop
+        head is a ridge regression on the frozen embeddings whose alpha (and,
+        beside the input features, the weight of the embedding,
+        ``embedding_weight_``) is chosen by leave-one-out cross-validation on
+        the labeled rows (as ``RidgeCV``; no epochs, ``n_epochs_ = 0``): with nothing to stop
         them, fine-tuning or an AdamW head would overfit a few dozen labeled
         rows.
     lr : float, default=1e-3
@@ -313,6 +325,13 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         ridge regression of ``freeze_encoder="auto"`` without validation).
     best_epoch_ : int
         Supervised epoch whose weights were kept (1-based; 0 as above).
+    embedding_weight_ : float
+        With an encoder of ``passthrough=True`` and the closed-form head of
+        ``freeze_encoder="auto"``, the weight of the embedding block beside
+        the input features, chosen among 1, 0.5 and 0 with the head's
+        regularisation by the same leave-one-out error: 0 means the head reads
+        the input features alone (the embedding did not help on the labeled
+        rows). 1.0 otherwise.
     device_ : str
         Device the network lives on.
     n_features_in_ : int

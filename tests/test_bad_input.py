@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import StandardScaler
@@ -26,6 +27,12 @@ Y_SEMI = np.where(np.arange(len(Y)) % 4 == 0, Y, -1)
 STRINGS = np.array(["a", "b", "c"])[Y]
 Y_REAL = X[:, 0] - 2 * X[:, 1]
 Y_REAL_SEMI = np.where(np.arange(len(Y)) % 4 == 0, Y_REAL, np.nan)
+#: X as a table with a categorical column, and variants of it
+TABLE = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(
+    kind=pd.Categorical(STRINGS))
+TABLE_NO_KIND = TABLE.assign(kind=pd.Categorical([np.nan] * len(Y), categories=[]))
+TABLE_MANY_KINDS = pd.DataFrame({"x0": np.arange(300.0), "kind": [f"id{i}" for i in range(300)]})
+TABLE_KIND_AS_CODES = TABLE.assign(kind=TABLE["kind"].cat.codes.astype(float))
 
 
 def encoder(**params):
@@ -145,6 +152,32 @@ CASES = {
                                      "'scoring' .*'loss'"),
     "regressor encoder=StandardScaler()": (QMatchRegressor(StandardScaler()), (X, Y_REAL),
                                            ValueError, "'encoder' .* an encoder of qmatch"),
+    "categorical column all missing": (encoder(), (TABLE_NO_KIND,), ValueError,
+                                       "Categorical column 'kind' of X has no observed value"),
+    "categorical column with 300 categories": (encoder(), (TABLE_MANY_KINDS,), ValueError,
+                                               "'kind' of X has 300 categories, more than 255"),
+    "categorical_features naming an unknown column": (
+        encoder(categorical_features=["colour"]), (TABLE,), ValueError,
+        "categorical_features names 'colour', which is not among X's columns"),
+    "categorical_features naming columns of an array": (
+        encoder(categorical_features=["kind"]), (X,), ValueError, "X has no column names"),
+    "categorical_features index out of range": (
+        encoder(categorical_features=[99]), (X,), ValueError, "column index 99"),
+    "categorical_features mask of the wrong length": (
+        encoder(categorical_features=[True, False]), (X,), ValueError,
+        "boolean mask of 2 entries, but X has 6 columns"),
+    "categorical_features='auto'": (encoder(categorical_features="auto"), (X,), ValueError,
+                                    "'categorical_features' parameter"),
+    "categorical_features on sparse X": (encoder(categorical_features=[0]),
+                                         (sp.csr_matrix(X),), ValueError, "needs dense X"),
+    "X_val whose categorical column became numeric": (
+        encoder(), (TABLE,), ValueError,
+        r"'kind' \(categorical at fit, dtype float64 now\)",
+        {"X_val": TABLE_KIND_AS_CODES.head(10)}),
+    "classifier X_val as an array after a categorical table": (
+        classifier(), (TABLE, Y_SEMI), ValueError,
+        r"fitted on a DataFrame with categorical columns \(kind\); pass a DataFrame",
+        {"X_val": X[:10], "y_val": Y[:10]}),
 }
 
 
@@ -164,11 +197,14 @@ def no_training(monkeypatch):
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_bad_input_is_reported_before_training(case, no_training):
     estimator, args, error, pattern, *fit_params = CASES[case]
-    kept = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    kept = [a.copy() if isinstance(a, (np.ndarray, pd.DataFrame)) else a for a in args]
     with pytest.raises(error, match=pattern):
         estimator.fit(*args, **(fit_params[0] if fit_params else {}))
     for before, after in zip(kept, args, strict=True):  # nothing the user passed is modified
-        np.testing.assert_array_equal(np.asarray(before), np.asarray(after))
+        if isinstance(before, pd.DataFrame):
+            pd.testing.assert_frame_equal(before, after)
+        elif not sp.issparse(before):
+            np.testing.assert_array_equal(np.asarray(before), np.asarray(after))
 
 
 def test_integer_minus_one_in_an_object_array_marks_unlabeled_string_rows():

@@ -152,8 +152,10 @@ def test_errors_name_the_problem(data):
     with pytest.raises(ValueError, match="infinity"):
         enc.transform(bad)
     strings = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
-    with pytest.raises(ValueError, match=r"numeric features.*OneHotEncoder"):
-        QMatchEncoder(**tiny_encoder_params()).fit(strings)
+    with pytest.raises(ValueError, match=r"numeric features.*categorical_features.*OneHotEncoder"):
+        QMatchEncoder(**tiny_encoder_params(), categorical_features=None).fit(strings)
+    with pytest.raises(ValueError, match=r"numeric features.*DataFrame"):
+        QMatchEncoder(**tiny_encoder_params()).fit(strings.to_numpy())
     with pytest.raises(ValueError, match="student_corruption"):
         QMatchEncoder(student_corruption=1.5).fit(X)
     with pytest.raises(ValueError, match="divisible by 4"):
