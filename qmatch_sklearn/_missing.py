@@ -20,6 +20,9 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+#: Rows per block when a dense X is scanned for missing values.
+SCAN_ROWS = 8192
+
 
 class MissingValues(nn.Module):
     """x -> [x with each NaN replaced by its column's fill value, 1{x_j is NaN} for j in
@@ -62,11 +65,16 @@ def missing_values_layer(X):
         sums = np.asarray(sp.csr_matrix((np.nan_to_num(X.data), X.indices, X.indptr),
                                         shape=X.shape).sum(axis=0), dtype=np.float64).ravel()
     else:
-        isnan = np.isnan(X)
-        missing = isnan.sum(axis=0)
+        # in row blocks: a boolean mask of the whole X would add a quarter of its size
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+        sums = np.zeros(X.shape[1], dtype=np.float64)
+        for start in range(0, X.shape[0], SCAN_ROWS):
+            block = X[start : start + SCAN_ROWS]
+            isnan = np.isnan(block)
+            missing += isnan.sum(axis=0)
+            sums += np.where(isnan, 0.0, block).sum(axis=0, dtype=np.float64)
         if not missing.any():
             return None
-        sums = np.where(isnan, 0.0, X).sum(axis=0, dtype=np.float64)
     empty = np.flatnonzero(missing == X.shape[0])
     if len(empty):
         raise ValueError(
@@ -109,8 +117,11 @@ def fill_and_indicate(X, layer):
 
 
 def has_missing(X):
-    """Whether ``X`` (dense or CSR) has a missing value (NaN)."""
-    return bool(np.isnan(X.data if sp.issparse(X) else X).any())
+    """Whether ``X`` (dense or CSR) has a missing value (NaN), scanned in row blocks."""
+    if sp.issparse(X):
+        return bool(np.isnan(X.data).any())
+    return any(np.isnan(X[start : start + SCAN_ROWS]).any()
+               for start in range(0, X.shape[0], SCAN_ROWS))
 
 
 def check_missing_columns(estimator, X, fitted_with_missing):
