@@ -13,7 +13,10 @@ every row, train and test, removed completely at random (seeded by the seed). Pe
 - ``qmatch_imputed_indicator``: the same with the missing indicators, i.e. the
   input the library's native layer computes, given from outside.
 - ``qmatch_native``: ``QMatchEncoder()`` on the standardised numeric columns with
-  their NaN (the scaler ignores them), the same recipe.
+  their NaN (the scaler ignores them), the same recipe. Its input layer fills each
+  missing entry and adds an indicator channel where the missingness is informative;
+  the rows ``qmatch_native_all_indicators`` of the results are this contender as it
+  was up to commit 5c4eb99, with an indicator for every column with NaN.
 
 Categorical columns are most-frequent-imputed and one-hot encoded in every contender:
 the comparison is about numeric missing values. Results are appended to

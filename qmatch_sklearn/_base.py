@@ -123,7 +123,7 @@ class BasePretextEncoder(
             valid_seed=valid_seed,
         )
         keep_trained(self, module.encoder, result, device)
-        self.missing_features_ = self._missing_features(missing)
+        self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
         # for passthrough=True (set now or later): the embedding block's balance,
         # from row blocks (the whole X embedded at once would double fit's memory)
@@ -149,7 +149,7 @@ class BasePretextEncoder(
         Z : ndarray of shape (n_samples, embedding_dim)
             The float32 embeddings z of the rows; with ``passthrough=True``,
             the rows (missing entries filled, then an indicator column per
-            feature of ``missing_features_``) followed by their embeddings
+            feature of ``missing_indicators_``) followed by their embeddings
             standardised and scaled to the rows' total variance
             (``embedding_mean_``, ``embedding_scale_``), a CSR matrix when
             ``X`` is sparse.
@@ -182,13 +182,13 @@ class BasePretextEncoder(
         feature_names_out : ndarray of str
             ``"<class name lower-cased><i>"`` for the embedding's columns;
             with ``passthrough=True`` after the input feature names and, for
-            each feature in ``missing_features_``, ``"missingindicator_<name>"``.
+            each feature in ``missing_indicators_``, ``"missingindicator_<name>"``.
         """
         embedding_names = super().get_feature_names_out()
         if not self.passthrough:
             return embedding_names
         input_names = _check_feature_names_in(self, input_features)
-        indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_features_]
+        indicator_names = [f"missingindicator_{input_names[j]}" for j in self._indicators()]
         return np.concatenate([self._input_feature_names(input_features),
                                np.asarray(indicator_names, dtype=object), embedding_names])
 

@@ -32,7 +32,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._missing import indicated_features
+from ._missing import indicated_features, missing_columns
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
 #: category (HistGradientBoostingClassifier's limit too).
@@ -272,12 +272,19 @@ class TableInputMixin:
         return input_feature_names(names, getattr(self, "is_categorical_", None),
                                    getattr(self, "categories_", None))
 
-    def _missing_features(self, layer):
-        """``missing_features_``: the columns of ``X`` behind the network input
-        columns that the :class:`~._missing.MissingValues` ``layer`` indicates."""
-        return input_origin(self._input_widths())[indicated_features(layer)]
+    def _keep_missing_values(self, layer):
+        """Set ``missing_features_`` and ``missing_indicators_`` (columns of ``X``)
+        from the :class:`~._missing.MissingValues` ``layer`` just fitted (or None)."""
+        origin = input_origin(self._input_widths())
+        self.missing_features_ = origin[missing_columns(layer)]
+        self.missing_indicators_ = origin[indicated_features(layer)]
+
+    def _indicators(self):
+        """``missing_indicators_``; a model saved before it existed indicated
+        every column of ``missing_features_``."""
+        return getattr(self, "missing_indicators_", self.missing_features_)
 
     def _indicated_inputs(self):
-        """The network input columns of ``missing_features_`` (for loading)."""
+        """The network input columns of ``missing_indicators_`` (for loading)."""
         widths = self._input_widths()
-        return (np.cumsum(widths) - widths)[self.missing_features_]
+        return (np.cumsum(widths) - widths)[self._indicators()]

@@ -405,7 +405,7 @@ class PretrainedEncoderMixin:
         encoder = _unfrozen(self.encoder_)
         if not encoder.passthrough:
             return encoder.embedding_dim
-        return encoder._n_inputs() + len(encoder.missing_features_) + encoder.embedding_dim
+        return encoder._n_inputs() + len(encoder._indicators()) + encoder.embedding_dim
 
     def _fitted_with_missing(self):
         return len(_unfrozen(self.encoder_).missing_features_) > 0
@@ -435,7 +435,7 @@ class RandomInitMixin(EncoderNetworkMixin):
         missing = missing_values_layer(X)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
-        self.missing_features_ = self._missing_features(missing)
+        self._keep_missing_values(missing)
         return network.to(device), self.embedding_dim
 
     def _embedding_dim(self):

@@ -55,10 +55,12 @@ def test_the_layer_fills_with_observed_means_and_flags_missing_entries(X):
     isnan = np.isnan(X)
     np.testing.assert_allclose(layer.fill_values.numpy(), np.nanmean(X.astype(np.float64), axis=0),
                                rtol=1e-5, atol=1e-3)
-    np.testing.assert_array_equal(layer.indicated.numpy(), np.flatnonzero(isnan.any(axis=0)))
+    np.testing.assert_array_equal(layer.missing_columns, np.flatnonzero(isnan.any(axis=0)))
+    indicated = layer.indicated.numpy()
+    assert set(indicated) <= set(layer.missing_columns)
     out = layer(torch.from_numpy(X)).numpy()
     np.testing.assert_array_equal(out[:, : X.shape[1]][~isnan], X[~isnan])
-    np.testing.assert_array_equal(out[:, X.shape[1] :], isnan[:, isnan.any(axis=0)])
+    np.testing.assert_array_equal(out[:, X.shape[1] :], isnan[:, indicated])
     assert np.isfinite(out).all()
     # transform's NumPy and SciPy versions give what the network receives
     np.testing.assert_array_equal(fill_and_indicate(X, layer), out)
@@ -116,11 +118,53 @@ def test_every_method_trains_and_embeds_rows_with_missing_values(name, wine):
     assert np.isfinite(encoder.transform(X_new)).all()
 
 
-def test_a_missing_entry_is_not_the_same_as_its_fill_value(wine):
-    X = with_holes(wine[0], 0.3)
+def informative_holes(X, seed=0):
+    """``X`` with column 1 missing where column 0 is high (missing at random given
+    column 0), and 30% of columns 2-4 missing completely at random."""
+    rng = np.random.RandomState(seed)
+    X = X.copy()
+    X[X[:, 0] > np.quantile(X[:, 0], 0.7), 1] = np.nan
+    X[:, 2:5][rng.rand(len(X), 3) < 0.3] = np.nan
+    return X.astype(np.float32)
+
+
+def test_only_informative_missingness_gets_an_indicator(wine):
+    X = informative_holes(wine[0])
+    layer = missing_values_layer(X)
+    np.testing.assert_array_equal(layer.missing_columns, [1, 2, 3, 4])
+    np.testing.assert_array_equal(layer.indicated.numpy(), [1])
+    # holes that come with other holes are informative too
+    together = X.copy()
+    together[np.isnan(X[:, 2]), 5] = np.nan
+    np.testing.assert_array_equal(missing_values_layer(together).indicated.numpy(), [1, 2, 5])
+
+
+def test_values_missing_completely_at_random_rarely_get_an_indicator():
+    """Each column's test is at level 0.01 (Bonferroni over the columns it is compared
+    with): over 60 tables of 19 columns missing completely at random, false indicators
+    stay rare (a false correlation between two holes flags both)."""
+    false = total = 0
+    for seed in range(20):
+        for rate in (0.1, 0.3, 0.6):
+            rng = np.random.RandomState(seed)
+            X = rng.normal(size=(400, 20))
+            X[:, 1:][rng.rand(400, 19) < rate] = np.nan
+            false += len(missing_values_layer(X).indicated)
+            total += 19
+    assert false <= 0.02 * total, (false, total)
+
+
+def test_an_indicated_missing_entry_is_not_the_same_as_its_fill_value(wine):
+    X = informative_holes(wine[0])
     encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    np.testing.assert_array_equal(encoder.missing_features_, [1, 2, 3, 4])
+    np.testing.assert_array_equal(encoder.missing_indicators_, [1])
     filled = np.where(np.isnan(X), encoder.network_[0].fill_values.numpy(), X)
     assert not np.allclose(encoder.transform(filled), encoder.transform(X))
+    # an entry missing completely at random is its column's fill value
+    random_filled = filled.copy()
+    random_filled[:, 1] = X[:, 1]  # the informative holes stay
+    np.testing.assert_allclose(encoder.transform(random_filled), encoder.transform(X), atol=1e-6)
 
 
 @pytest.mark.parametrize(

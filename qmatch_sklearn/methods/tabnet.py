@@ -192,9 +192,14 @@ class TabNetEncoder(BasePretextEncoder):
         The categories of each categorical column, in the order of its
         one-hot block.
     missing_features_ : ndarray of int
-        Input features that had missing values (NaN) at fit, each with an
-        indicator channel at the network's input; empty when ``X`` had none
-        (NaN at transform is then an error).
+        Input features that had missing values (NaN) at fit: the network fills
+        them (with the column's observed mean); empty when ``X`` had none (NaN
+        at transform is then an error).
+    missing_indicators_ : ndarray of int
+        Those of ``missing_features_`` whose missingness was related to the
+        rest of the row at fit (a Bonferroni-corrected correlation test): each
+        gets an indicator channel at the network's input. Values missing
+        completely at random get none.
     embedding_mean_ : ndarray of shape (embedding_dim,)
         Mean embedding over the fit rows (``passthrough=True`` centres by it).
     embedding_scale_ : ndarray of shape (embedding_dim,)
