@@ -1,5 +1,8 @@
 """The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
+import warnings
+from dataclasses import replace
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -15,6 +18,8 @@ from ._engine import (
     all_rows,
     batched_forward,
     keep_trained,
+    make_net,
+    net_result,
     split_datasets,
     train_net,
 )
@@ -28,6 +33,14 @@ from ._validation import check_features, check_two_samples, column_groups
 
 #: Rows per block when fit computes the passthrough balance of the embedding.
 BALANCE_ROWS = 8192
+
+
+def _same(a, b):
+    """Whether two parameter values are equal (arrays and estimators included)."""
+    try:
+        return bool(np.all(a == b)) if not hasattr(a, "get_params") else a is b
+    except (TypeError, ValueError):
+        return a is b
 
 
 class BasePretextEncoder(
@@ -84,16 +97,11 @@ class BasePretextEncoder(
         self : object
             The fitted encoder.
         """
-        self._validate_params()
-        X = check_features(self, X, reset=True)
-        check_two_samples(self, X.shape[0])
-        missing = missing_values_layer(X)
-        groups = expand_groups(
-            column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
-            self._input_widths(),
+        X, missing, module, criterion, device, (data_seed, split_seed, valid_seed) = (
+            self._start(X)
         )
-        device = resolve_device(self.device)
-        init_seed, data_seed, split_seed, valid_seed = draw_seeds(self.random_state, 4)
+        for name in ("_partial_net", "_partial_params"):  # fit starts over
+            self.__dict__.pop(name, None)
         if X_val is None:
             fraction = resolve_validation_fraction(self.validation_fraction, X.shape[0])
             train, valid = split_rows(X.shape[0], fraction, split_seed)
@@ -103,12 +111,6 @@ class BasePretextEncoder(
             check_missing_columns(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
-
-        with isolated_global_rng():
-            init_generator = torch.Generator().manual_seed(init_seed)
-            module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
-        if groups is not None:
-            module.corruption_groups = torch.from_numpy(groups)
         result = train_net(
             PretextNet,
             module,
@@ -122,6 +124,86 @@ class BasePretextEncoder(
             lower_is_better=True,
             valid_seed=valid_seed,
         )
+        self._keep(module, result, device, X, missing)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """One pass of the pretext task over the rows of ``X``, continuing the last call.
+
+        The first call builds the network from ``X`` (its width, categories
+        and missing values); each call then trains one epoch over its rows,
+        keeping the optimiser, the teacher and the queue from the call
+        before, so that a loop over chunks (a memory-mapped array, parquet row
+        groups, Dask-ML's ``Incremental``) pretrains on data larger than
+        memory. There is no validation and no early stopping
+        (``max_epochs``, ``patience`` and ``validation_fraction`` do not
+        apply): stop when you like. ``fit`` starts over, and so does a first
+        ``partial_fit`` after ``fit`` (with a warning: fit keeps no optimiser,
+        teacher or queue); an encoder loaded from a file cannot continue.
+        Changing a parameter between calls is an error.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A chunk of rows, preprocessed like the first one (same columns).
+            Each chunk is one epoch: shuffle rows across chunks if the data is
+            ordered.
+        y : None
+            Ignored; present for API compatibility.
+
+        Returns
+        -------
+        self : object
+            The encoder, fitted on the chunks seen so far. The passthrough
+            balance (``embedding_mean_``, ``embedding_scale_``) is that of the
+            last chunk.
+        """
+        net = getattr(self, "_partial_net", None)
+        if net is None:
+            self._check_partial_start()
+            X, missing, module, criterion, device, (data_seed, _, _) = self._start(X)
+            net = make_net(
+                PretextNet, module, criterion, None,
+                replace(TrainingSettings.of(self), max_epochs=1),
+                device=device, seed=data_seed, monitor=None, lower_is_better=True,
+            )
+            self._partial_net, self._partial_params = net, self.get_params(deep=False)
+        else:
+            self._check_partial_params()
+            module, device, missing = net.module, self.device_, self._missing_values_layer()
+            module.encoder.requires_grad_(True)  # keep_trained froze it for transform
+            X = check_features(self, X, reset=False)
+            check_missing_columns(self, X, missing is not None)
+            check_two_samples(self, X.shape[0])
+        net.partial_fit(all_rows(X, None, device), None)
+        self._keep(module, net_result(net, replace(TrainingSettings.of(self), max_epochs=1)),
+                   device, X, missing)
+        return self
+
+    def _start(self, X):
+        """Everything ``fit`` and a first ``partial_fit`` set up before training:
+        ``X`` checked, its missing-values layer, the pretext module (its
+        corruption groups set) and loss, the device and the seeds of the data
+        order, the validation split and the validation corruption."""
+        self._validate_params()
+        X = check_features(self, X, reset=True)
+        check_two_samples(self, X.shape[0])
+        missing = missing_values_layer(X)
+        groups = expand_groups(
+            column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
+            self._input_widths(),
+        )
+        device = resolve_device(self.device)
+        init_seed, *seeds = draw_seeds(self.random_state, 4)
+        with isolated_global_rng():
+            init_generator = torch.Generator().manual_seed(init_seed)
+            module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
+        if groups is not None:
+            module.corruption_groups = torch.from_numpy(groups)
+        return X, missing, module, criterion, device, seeds
+
+    def _keep(self, module, result, device, X, missing):
+        """Store the trained encoder and what ``transform`` needs from the rows ``X``."""
         keep_trained(self, module.encoder, result, device)
         self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
@@ -134,7 +216,39 @@ class BasePretextEncoder(
                              self.embedding_dim))
             for i in range(0, X.shape[0], BALANCE_ROWS)
         )
-        return self
+
+    def _check_partial_start(self):
+        """What a first ``partial_fit`` does to a network trained otherwise: one
+        fitted with ``fit`` is replaced, with a warning; one loaded from a file
+        (whose optimiser, teacher and queue were not saved) is an error."""
+        if not hasattr(self, "network_"):
+            return
+        if hasattr(self, "_partial_params"):
+            raise ValueError(
+                f"This {type(self).__name__} was loaded from a file or a pickle, which keep "
+                "the network but not the optimiser, teacher and queue that partial_fit "
+                "continues. Call partial_fit on an unfitted clone (sklearn.base.clone) to "
+                "train chunk by chunk from the start."
+            )
+        warnings.warn(
+            f"partial_fit on a {type(self).__name__} fitted with fit starts a new run: fit "
+            "keeps no optimiser, teacher or queue to continue, and its network is replaced. "
+            "Train with partial_fit from the start to continue across chunks.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+    def _check_partial_params(self):
+        changed = sorted(
+            name for name, value in self.get_params(deep=False).items()
+            if name != "verbose" and not _same(value, self._partial_params[name])
+        )
+        if changed:
+            raise ValueError(
+                f"The parameters {changed} of this {type(self).__name__} changed since the "
+                "first partial_fit; the run cannot continue with other ones. Call fit, or "
+                "partial_fit on an unfitted clone, to start over with them."
+            )
 
     def transform(self, X):
         """Embed rows with the pretrained encoder.

@@ -386,7 +386,7 @@ def _warn_if_suspect(name, guard, n_epochs, n_valid):
         "validation_fraction='auto' (early stopping on large data only) or None trains "
         "all max_epochs instead.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
 
 
@@ -406,7 +406,7 @@ def _outcome(name, guard, history, max_epochs, lr):
             f"{guard.diverged_epoch_}; training stopped and the weights of epoch {best} "
             f"were restored. A lower lr (it is {lr}) usually avoids this.",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
         how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
     elif guard.monitor is None:
@@ -465,18 +465,16 @@ class TrainingSettings:
         )
 
 
-def train_net(net_class, module, criterion, train, valid, settings, *, device, seed, monitor,
-              lower_is_better, **net_params):
-    """Fit a skorch net of ``module`` and ``criterion`` under ``settings``.
+def make_net(net_class, module, criterion, valid, settings, *, device, seed, monitor,
+             lower_is_better, **net_params):
+    """The skorch net of ``module`` and ``criterion`` under ``settings``, unfitted.
 
-    ``train`` and ``valid`` are :class:`Rows`; ``valid`` may be None, which
-    disables early stopping (the last finite epoch is kept). ``monitor``
-    names the history column that early stopping watches. Returns a
-    :class:`TrainingResult`; the caller stores what it keeps.
+    ``valid`` (:class:`Rows` or None) is its validation set: None disables
+    early stopping (the last finite epoch is kept). ``monitor`` names the
+    history column that early stopping watches.
     """
     has_validation = valid is not None
-    name = settings.name
-    net = net_class(
+    return net_class(
         module,
         criterion=criterion,
         optimizer=torch.optim.AdamW,
@@ -490,21 +488,39 @@ def train_net(net_class, module, criterion, train, valid, settings, *, device, s
             lower_is_better=lower_is_better,
             patience=settings.patience,
             verbose=settings.verbose,
-            desc=name,
+            desc=settings.name,
         ),
         device=device,
         verbose=int(settings.verbose >= 2),
         generator=torch.Generator(device).manual_seed(seed),
         **net_params,
     )
-    net.fit(train, None)
+
+
+def net_result(net, settings, n_valid=None):
+    """What ``net``'s last ``fit``/``partial_fit`` kept, as a :class:`TrainingResult`
+    (with the warnings and errors of :func:`_outcome`); ``n_valid``: the number of
+    validation rows, if any."""
     guard = dict(net.callbacks_)["keep_best"]
-    result, summary = _outcome(name, guard, net.history, settings.max_epochs, settings.lr)
-    if has_validation:
-        _warn_if_suspect(name, guard, result.n_epochs, len(valid))
+    result, summary = _outcome(settings.name, guard, net.history, settings.max_epochs,
+                               settings.lr)
+    if n_valid is not None:
+        _warn_if_suspect(settings.name, guard, result.n_epochs, n_valid)
     if settings.verbose:
         print(summary)
     return result
+
+
+def train_net(net_class, module, criterion, train, valid, settings, *, device, seed, monitor,
+              lower_is_better, **net_params):
+    """Fit a skorch net of ``module`` and ``criterion`` under ``settings``
+    (:func:`make_net`) on ``train`` (:class:`Rows`). Returns a
+    :class:`TrainingResult`; the caller stores what it keeps.
+    """
+    net = make_net(net_class, module, criterion, valid, settings, device=device, seed=seed,
+                   monitor=monitor, lower_is_better=lower_is_better, **net_params)
+    net.fit(train, None)
+    return net_result(net, settings, None if valid is None else len(valid))
 
 
 def keep_trained(estimator, network, result, device):

@@ -63,6 +63,8 @@ class PersistenceMixin:
 
     def __getstate__(self):
         state = dict(super().__getstate__())
+        # a partial_fit run's skorch net (optimiser, teacher, queue) is not saved
+        state.pop("_partial_net", None)
         if "network_" in state:
             stored = self._stored_network(self.network_).state_dict()
             state["network_"] = {name: tensor.numpy(force=True) for name, tensor in stored.items()}
