@@ -32,6 +32,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._columns import column_position
 from ._missing import indicated_features, missing_columns
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
@@ -74,20 +75,7 @@ def categorical_mask(estimator, X, categorical_features):
     names = list(X.columns) if isinstance(X, pd.DataFrame) else None
     mask = np.zeros(n_features, dtype=bool)
     for item in given:
-        if isinstance(item, str):
-            if names is None or item not in names:
-                where = "among X's columns" if names is not None else (
-                    "because X has no column names (pass a DataFrame, or indices)")
-                raise ValueError(f"categorical_features names {item!r}, which is not {where}.")
-            mask[names.index(item)] = True
-        else:
-            j = int(item)
-            if not -n_features <= j < n_features:
-                raise ValueError(
-                    f"categorical_features has the column index {j}, but X has {n_features} "
-                    "columns."
-                )
-            mask[j] = True
+        mask[column_position(item, names, n_features, "categorical_features")] = True
     return mask if mask.any() else None
 
 

@@ -7,6 +7,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import validate_data
 
 from ._categorical import TableInputMixin, check_dtypes_unchanged, check_table
+from ._columns import column_position
 
 
 def check_features(estimator, X, y="no_validation", *, reset):
@@ -90,26 +91,10 @@ def column_groups(estimator, feature_groups, n_features):
     if feature_groups is None:
         return None
     names = getattr(estimator, "feature_names_in_", None)
-    positions = {name: j for j, name in enumerate(names)} if names is not None else {}
     group_of = np.full(n_features, -1, dtype=np.int64)
     for g, group in enumerate(feature_groups):
         for column in group:
-            if isinstance(column, str):
-                if column not in positions:
-                    where = "among X's columns" if names is not None else (
-                        "because X has no column names (pass a DataFrame, or indices)")
-                    raise ValueError(
-                        f"feature_groups names the column {column!r}, which is not {where}."
-                    )
-                j = positions[column]
-            else:
-                j = int(column)
-                if not -n_features <= j < n_features:
-                    raise ValueError(
-                        f"feature_groups has the column index {j}, but X has {n_features} "
-                        "columns."
-                    )
-                j %= n_features
+            j = column_position(column, names, n_features, "feature_groups")
             if group_of[j] != -1:
                 raise ValueError(
                     f"Column {column!r} is in two groups of feature_groups (groups "

@@ -158,7 +158,7 @@ CASES = {
                                                "'kind' of X has 300 categories, more than 255"),
     "categorical_features naming an unknown column": (
         encoder(categorical_features=["colour"]), (TABLE,), ValueError,
-        "categorical_features names 'colour', which is not among X's columns"),
+        "categorical_features names the column 'colour', which is not among X's columns"),
     "categorical_features naming columns of an array": (
         encoder(categorical_features=["kind"]), (X,), ValueError, "X has no column names"),
     "categorical_features index out of range": (
