@@ -17,6 +17,7 @@ device placement. We change what matters for tabular self-supervision:
 """
 
 import contextlib
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -260,17 +261,34 @@ class FineTuneRegressorNet(_RowWeightsMixin, _TabularNetMixin, NeuralNetRegresso
 
 
 class EpochProgressBar(Callback):
-    """One tqdm bar over epochs, showing the latest losses.
+    """One tqdm bar over epochs, showing the latest losses, and the batches of a
+    long epoch.
 
     skorch's own ``ProgressBar`` draws a bar of batches per epoch; for
-    hundreds of short epochs one bar over epochs reads better.
+    hundreds of short epochs one bar over epochs reads better. Within an epoch
+    the bar's postfix counts the training batches, redrawn at most every
+    ``refresh_seconds``, so that an epoch of minutes (200,000 rows) shows
+    progress too.
     """
 
-    def __init__(self, desc):
+    def __init__(self, desc, refresh_seconds=1.0):
         self.desc = desc
+        self.refresh_seconds = refresh_seconds
 
     def on_train_begin(self, net, **kwargs):
         self.bar_ = tqdm(total=net.max_epochs, desc=self.desc, unit="epoch", leave=True)
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        self.batches_ = -(-len(dataset_train) // net.batch_size)
+        self.batch_, self.shown_ = 0, time.monotonic()
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if not training:
+            return
+        self.batch_ += 1
+        if time.monotonic() - self.shown_ >= self.refresh_seconds:
+            self.bar_.set_postfix_str(f"batch {self.batch_}/{self.batches_}")
+            self.shown_ = time.monotonic()
 
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]

@@ -241,3 +241,18 @@ def test_transform_does_not_depend_on_the_batch(data, fitted):
     np.testing.assert_allclose(fitted.transform(X[:7]), full[:7], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fitted.transform(X[order]), full[order], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fitted.transform(X[3:4]), full[3:4], rtol=1e-5, atol=1e-6)
+
+
+def test_the_progress_bar_counts_the_batches_of_a_long_epoch(data, capsys, monkeypatch):
+    from qmatch_sklearn import _engine
+
+    class EveryBatch(_engine.EpochProgressBar):  # "long": redraw at every batch
+        def __init__(self, desc):
+            super().__init__(desc, refresh_seconds=0.0)
+
+    monkeypatch.setattr(_engine, "EpochProgressBar", EveryBatch)
+    X = data[0]
+    QMatchEncoder(**tiny_encoder_params(verbose=1, max_epochs=1, batch_size=32,
+                                        validation_fraction=None)).fit(X)
+    batches = -(-len(X) // 32)
+    assert f"batch {batches}/{batches}" in capsys.readouterr().err
