@@ -171,8 +171,7 @@ class DINOEncoder(BasePretextEncoder):
         Widths of the head's MLP (the last is its bottleneck).
     n_prototypes : int, default=4096
         Number of prototypes (the output dimension of the head).
-    categorical_features : "from_dtype", list of int or str, bool mask or None, \
-            default="from_dtype"
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
         columns of dtype ``category``, ``string`` or ``object``; or the
         columns named (indices, names, or a boolean mask), whose values then

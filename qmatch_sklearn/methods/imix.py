@@ -110,8 +110,7 @@ class IMixEncoder(BasePretextEncoder):
         Temperature of the N-pair softmax.
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss.
-    categorical_features : "from_dtype", list of int or str, bool mask or None, \
-            default="from_dtype"
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
         columns of dtype ``category``, ``string`` or ``object``; or the
         columns named (indices, names, or a boolean mask), whose values then

@@ -159,8 +159,7 @@ class QMatchEncoder(BasePretextEncoder):
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
         paper's tau_EMA; 0 makes the teacher the current student).
-    categorical_features : "from_dtype", list of int or str, bool mask or None, \
-            default="from_dtype"
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
         columns of dtype ``category``, ``string`` or ``object``; or the
         columns named (indices, names, or a boolean mask), whose values then

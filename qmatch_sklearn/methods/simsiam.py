@@ -102,8 +102,7 @@ class SimSiamEncoder(BasePretextEncoder):
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
         Hidden width of the predictor (its bottleneck).
-    categorical_features : "from_dtype", list of int or str, bool mask or None, \
-            default="from_dtype"
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
         columns of dtype ``category``, ``string`` or ``object``; or the
         columns named (indices, names, or a boolean mask), whose values then

@@ -119,8 +119,7 @@ class VIMEEncoder(BasePretextEncoder):
         category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
         fitted ColumnTransformer. Columns in no group are corrupted on their
         own. None: every column on its own, as in the paper.
-    categorical_features : "from_dtype", list of int or str, bool mask or None, \
-            default="from_dtype"
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
         columns of dtype ``category``, ``string`` or ``object``; or the
         columns named (indices, names, or a boolean mask), whose values then
