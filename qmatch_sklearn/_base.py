@@ -27,6 +27,7 @@ from ._missing import check_missing_columns, fill_and_indicate, missing_values_l
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
+from ._precision import resolve_precision
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples, column_groups
@@ -194,6 +195,7 @@ class BasePretextEncoder(
             self._input_widths(),
         )
         device = resolve_device(self.device)
+        self.precision_ = resolve_precision(self.precision, device)
         init_seed, *seeds = draw_seeds(self.random_state, 4)
         with isolated_global_rng():
             init_generator = torch.Generator().manual_seed(init_seed)

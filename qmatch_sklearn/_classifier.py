@@ -350,6 +350,15 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         None (all 1). Multiplied by ``fit``'s ``sample_weight``.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
+    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
+        Floating-point precision of training, with Lightning's names.
+        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
+        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        slower, with a warning); "16-mixed" under float16 autocast with a
+        gradient scaler (CUDA only). Weights, losses and the teacher and
+        queue of the pretext task stay float32, and so does inference:
+        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
+        CPUs with bf16 matrix units, else "32-true".
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -385,6 +394,8 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         rows). 1.0 otherwise.
     device_ : str
         Device the network lives on.
+    precision_ : str
+        The precision training ran in (``precision`` with "auto" resolved).
     n_features_in_ : int
         Number of input features.
     is_categorical_ : ndarray of bool or None
@@ -432,6 +443,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         scoring="loss",
         class_weight=None,
         device="auto",
+        precision="32-true",
         random_state=None,
         verbose=0,
     ):
@@ -446,6 +458,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         self.scoring = scoring
         self.class_weight = class_weight
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
 
@@ -508,6 +521,15 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         None (all 1). Multiplied by ``fit``'s ``sample_weight``.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
+    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
+        Floating-point precision of training, with Lightning's names.
+        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
+        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        slower, with a warning); "16-mixed" under float16 autocast with a
+        gradient scaler (CUDA only). Weights, losses and the teacher and
+        queue of the pretext task stay float32, and so does inference:
+        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
+        CPUs with bf16 matrix units, else "32-true".
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -532,6 +554,8 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         Supervised epoch whose weights were kept (1-based).
     device_ : str
         Device the network lives on.
+    precision_ : str
+        The precision training ran in (``precision`` with "auto" resolved).
     n_features_in_ : int
         Number of input features.
     is_categorical_ : ndarray of bool or None
@@ -582,6 +606,7 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         scoring="loss",
         class_weight=None,
         device="auto",
+        precision="32-true",
         random_state=None,
         verbose=0,
     ):
@@ -598,5 +623,6 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         self.scoring = scoring
         self.class_weight = class_weight
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._corruption import CORRUPTIONS
 from ._networks import ARCHITECTURES
+from ._precision import PRECISIONS
 
 
 class Satisfies(Options):
@@ -110,6 +111,7 @@ TRAINING_CONSTRAINTS = {
     "patience": [Interval(Integral, 1, None, closed="left")],
     "validation_fraction": [None, StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
     "device": [DEVICE_NAMES],
+    "precision": [StrOptions(set(PRECISIONS))],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }

@@ -27,10 +27,12 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
 from skorch.callbacks import Callback
+from skorch.dataset import unpack_data
 from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
 
 #: Most rows per forward pass in ``transform``/``predict``: 1,024 rows keep the
@@ -150,10 +152,46 @@ class _TabularNetMixin:
     shuffling (and, in pretext nets, the corruption).
     """
 
-    def __init__(self, *args, generator=None, weight_decay=0.0, **kwargs):
+    def __init__(self, *args, generator=None, weight_decay=0.0, precision="32-true", **kwargs):
         super().__init__(*args, **kwargs)
         self.generator = generator
         self.weight_decay = weight_decay
+        self.precision = precision
+
+    def initialize(self):
+        super().initialize()
+        self.scaler_ = grad_scaler(self.precision, self.device)
+        return self
+
+    def autocast(self):
+        """The forward passes' autocast context (``_precision.py``)."""
+        return autocast(self.precision, self.device)
+
+    def infer(self, x, **fit_params):
+        with self.autocast():
+            out = super().infer(x, **fit_params)
+        return out.float()
+
+    def backward(self, loss):
+        """``loss.backward()``, scaled by the gradient scaler of ``"16-mixed"``."""
+        (loss if self.scaler_ is None else self.scaler_.scale(loss)).backward()
+
+    def train_step_single(self, batch, **fit_params):
+        self._set_training(True)
+        Xi, yi = unpack_data(batch)
+        y_pred = self.infer(Xi, **fit_params)
+        loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+        self.backward(loss)
+        return {"loss": loss, "y_pred": y_pred}
+
+    def _step_optimizer(self, step_fn):
+        if self.scaler_ is None:
+            return super()._step_optimizer(step_fn)
+        step_fn()  # the scaler's step takes no closure: gradients first, then step
+        for name in self._optimizers:
+            self.scaler_.step(getattr(self, name + "_"))
+        self.scaler_.update()
+        return None
 
     def get_iterator(self, dataset, training=False):
         return SliceBatches(
@@ -200,13 +238,19 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         self.valid_seed = valid_seed
 
     def _pretext_loss(self, X, generator):
-        outputs = self.module_(X, generator)
+        with self.autocast():
+            outputs = self.module_(X, generator)
+        # the loss, the queue and the teacher's EMA read float32 outputs
+        outputs = type(outputs)(*(
+            field.float() if torch.is_tensor(field) and field.is_floating_point() else field
+            for field in outputs
+        ))
         return self.criterion_(outputs), outputs
 
     def train_step_single(self, batch, **fit_params):
         self._set_training(True)
         loss, outputs = self._pretext_loss(batch[0], self.generator)
-        loss.backward()
+        self.backward(loss)
         return {"loss": loss, "y_pred": outputs}
 
     def train_step(self, batch, **fit_params):
@@ -473,13 +517,16 @@ class TrainingSettings:
     max_epochs: int
     patience: int
     verbose: int
+    precision: str
 
     @classmethod
     def of(cls, estimator):
-        """The settings of an estimator of this library (its shared parameters)."""
+        """The settings of an estimator of this library (its shared parameters, and
+        ``precision_``: its ``precision`` resolved for the device)."""
         return cls(
             type(estimator).__name__, estimator.lr, estimator.weight_decay,
             estimator.batch_size, estimator.max_epochs, estimator.patience, estimator.verbose,
+            estimator.precision_,
         )
 
 
@@ -511,6 +558,7 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
         device=device,
         verbose=int(settings.verbose >= 2),
         generator=torch.Generator(device).manual_seed(seed),
+        precision=settings.precision,
         **net_params,
     )
 

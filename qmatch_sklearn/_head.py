@@ -40,6 +40,7 @@ from ._missing import check_missing_columns, has_missing, missing_values_layer
 from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
+from ._precision import resolve_precision
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples
@@ -187,6 +188,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         labeled, encoding, targets = self._encode_targets(y)
         weights = self._row_weights(sample_weight, X, labeled, targets, encoding)
         device = resolve_device(self.device)
+        self.precision_ = resolve_precision(self.precision, device)
         encoder_seed, head_seed, data_seed, split_seed = draw_seeds(self.random_state, 4)
         # Everything about the labeled rows is checked before pretraining, which can take hours.
         if X_val is None and y_val is None:
@@ -364,7 +366,8 @@ class PretrainedEncoderMixin:
     def _encoder_network(self, X, encoder_rows, seed, device):
         if self.encoder is None:
             encoder = QMatchEncoder(
-                passthrough=True, device=self.device, random_state=seed, verbose=self.verbose
+                passthrough=True, device=self.device, precision=self.precision,
+                random_state=seed, verbose=self.verbose,
             )
         else:
             encoder = clone(self.encoder)

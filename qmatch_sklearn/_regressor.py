@@ -292,6 +292,15 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         the outputs.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
+    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
+        Floating-point precision of training, with Lightning's names.
+        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
+        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        slower, with a warning); "16-mixed" under float16 autocast with a
+        gradient scaler (CUDA only). Weights, losses and the teacher and
+        queue of the pretext task stay float32, and so does inference:
+        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
+        CPUs with bf16 matrix units, else "32-true".
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -334,6 +343,8 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         rows). 1.0 otherwise.
     device_ : str
         Device the network lives on.
+    precision_ : str
+        The precision training ran in (``precision`` with "auto" resolved).
     n_features_in_ : int
         Number of input features.
     is_categorical_ : ndarray of bool or None
@@ -387,6 +398,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         validation_fraction="auto",
         scoring="loss",
         device="auto",
+        precision="32-true",
         random_state=None,
         verbose=0,
     ):
@@ -400,6 +412,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
 
@@ -453,6 +466,15 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         the outputs.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
+    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
+        Floating-point precision of training, with Lightning's names.
+        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
+        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        slower, with a warning); "16-mixed" under float16 autocast with a
+        gradient scaler (CUDA only). Weights, losses and the teacher and
+        queue of the pretext task stay float32, and so does inference:
+        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
+        CPUs with bf16 matrix units, else "32-true".
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -484,6 +506,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         Supervised epoch whose weights were kept (1-based).
     device_ : str
         Device the network lives on.
+    precision_ : str
+        The precision training ran in (``precision`` with "auto" resolved).
     n_features_in_ : int
         Number of input features.
     is_categorical_ : ndarray of bool or None
@@ -536,6 +560,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         validation_fraction="auto",
         scoring="loss",
         device="auto",
+        precision="32-true",
         random_state=None,
         verbose=0,
     ):
@@ -551,5 +576,6 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose

@@ -165,6 +165,15 @@ class VICRegEncoder(BasePretextEncoder):
         None trains for ``max_epochs`` and keeps the last weights.
     device : str, default="auto"
         "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
+    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
+        Floating-point precision of training, with Lightning's names.
+        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
+        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        slower, with a warning); "16-mixed" under float16 autocast with a
+        gradient scaler (CUDA only). Weights, losses and the teacher and
+        queue of the pretext task stay float32, and so does inference:
+        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
+        CPUs with bf16 matrix units, else "32-true".
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling, corruption and the validation
         split (and the queue, where there is one) through local generators;
@@ -187,6 +196,8 @@ class VICRegEncoder(BasePretextEncoder):
         Epoch whose weights were kept (1-based).
     device_ : str
         Device the network lives on.
+    precision_ : str
+        The precision training ran in (``precision`` with "auto" resolved).
     n_features_in_ : int
         Number of input features.
     is_categorical_ : ndarray of bool or None
@@ -262,6 +273,7 @@ class VICRegEncoder(BasePretextEncoder):
         patience=32,
         validation_fraction="auto",
         device="auto",
+        precision="32-true",
         random_state=None,
         verbose=0,
     ):
@@ -283,6 +295,7 @@ class VICRegEncoder(BasePretextEncoder):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
 

@@ -1,0 +1,84 @@
+"""Mixed precision: the ``precision`` parameter, with Lightning's names.
+
+``"32-true"`` trains in float32. ``"bf16-mixed"`` runs the networks' forward
+passes under bfloat16 autocast, ``"16-mixed"`` under float16 autocast with a
+gradient scaler (CUDA only). Weights, losses, the softmax over the queue, the
+EMA teacher and the queue stay float32 (the engine casts a forward pass's
+outputs to float32 before the loss), and inference (``transform``,
+``predict``) runs in float32. ``"auto"`` picks bf16 only where the hardware
+multiplies bf16 matrices fast: CUDA devices that support it, and CPUs with
+Intel AMX or AVX512-BF16; elsewhere float32.
+"""
+
+import contextlib
+import functools
+import warnings
+
+import torch
+
+PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "auto")
+_AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
+
+
+@functools.cache
+def cpu_has_fast_bf16():
+    """Whether this CPU has bf16 matrix units (Intel AMX, or AVX512-BF16): read
+    from ``/proc/cpuinfo``'s flags (False where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def _device_type(device):
+    return str(device).partition(":")[0]
+
+
+def resolve_precision(precision, device):
+    """The precision training runs in on ``device`` (``precision_``).
+
+    Raises a ValueError for ``"16-mixed"`` off CUDA and for ``"bf16-mixed"``
+    where autocast cannot run it (MPS, or a CUDA device without bf16); warns
+    that ``"bf16-mixed"`` on a CPU without bf16 matrix units runs, but slower
+    than float32.
+    """
+    kind = _device_type(device)
+    if precision == "auto":
+        if kind == "cuda":
+            return "bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true"
+        return "bf16-mixed" if kind == "cpu" and cpu_has_fast_bf16() else "32-true"
+    if precision == "16-mixed" and kind != "cuda":
+        raise ValueError(
+            f"precision='16-mixed' needs a CUDA device (its gradient scaler is CUDA's); the "
+            f"device is {device!r}. Use 'bf16-mixed' or '32-true'."
+        )
+    if precision == "bf16-mixed":
+        if kind == "mps" or (kind == "cuda" and not torch.cuda.is_bf16_supported()):
+            raise ValueError(
+                f"precision='bf16-mixed' is not supported on the device {device!r}. Use "
+                "'16-mixed' on CUDA, or '32-true'."
+            )
+        if kind == "cpu" and not cpu_has_fast_bf16():
+            warnings.warn(
+                "precision='bf16-mixed' runs on this CPU, but it has no bf16 matrix units "
+                "(Intel AMX, AVX512-BF16): expect it slower than '32-true' "
+                "(benchmarks/results/throughput.md).",
+                UserWarning,
+                stacklevel=3,
+            )
+    return precision
+
+
+def autocast(precision, device):
+    """The autocast context of a resolved ``precision`` on ``device`` (none for float32)."""
+    dtype = _AUTOCAST_DTYPES.get(precision)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(_device_type(device), dtype=dtype)
+
+
+def grad_scaler(precision, device):
+    """A gradient scaler for ``"16-mixed"``, else None."""
+    return torch.amp.GradScaler(_device_type(device)) if precision == "16-mixed" else None
