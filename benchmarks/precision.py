@@ -1,0 +1,102 @@
+"""Training speed by ``precision``: float32 against bf16 autocast, and matmul peaks (issue #17).
+
+In one run on the same rows: ``QMatchEncoder(precision=...).fit(X)`` (one epoch, no
+validation) for each network (the default ``"mlp"`` and the paper's ``"imix"``) and
+each precision (``"32-true"``, ``"bf16-mixed"``), in interleaved repeats, reporting the
+median samples/s and the bf16 / fp32 ratio; and ``torch.mm`` of two 2048 x 2048
+matrices in float32 and in bfloat16 (best of three), the hardware's ratio that
+autocast can at most approach. What ``precision="auto"`` picks on the machine is
+reported too. Timings beside other work mean nothing: run it on an idle machine.
+
+    OMP_NUM_THREADS=2 python -m benchmarks.precision          # ~10 minutes on 2 CPU cores
+    python -m benchmarks.precision --rows 2048 --repeats 1 --out /tmp/p   # smoke
+"""
+
+import argparse
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qmatch_sklearn import QMatchEncoder
+from qmatch_sklearn._precision import resolve_precision
+
+from .fewshot import cpu_model
+
+RESULTS = Path(__file__).parent / "results"
+#: name -> encoder parameters: the default network and the paper's i-Mix network
+NETWORKS = {"default (mlp 512-512)": {}, "paper (imix)": {"architecture": "imix"}}
+PRECISIONS = ("32-true", "bf16-mixed")
+
+
+def matmul_gflops(dtype, device, size=2048, repeats=3):
+    """Best GFLOP/s of ``torch.mm`` on two ``size`` x ``size`` matrices of ``dtype``."""
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    torch.mm(a, b)  # warm-up
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        best = max(best, 2 * size**3 / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def samples_per_second(X, params, precision, device):
+    encoder = QMatchEncoder(**params, precision=precision, max_epochs=1,
+                            validation_fraction=None, device=device, random_state=0)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bf16 on a CPU without bf16 units warns
+        encoder.fit(X)
+    return len(X) / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=16_384)
+    parser.add_argument("--features", type=int, default=54)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    X = np.random.RandomState(0).normal(size=(args.rows, args.features)).astype(np.float32)
+    peaks = {dtype: matmul_gflops(dtype, args.device) for dtype in (torch.float32, torch.bfloat16)}
+    where = cpu_model() if args.device == "cpu" else args.device
+    lines = [
+        "# Training speed by precision: float32 against bf16 autocast",
+        "",
+        f"`python -m benchmarks.precision` on {where}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads; "
+        f"{args.rows:,} x {args.features} float32 rows, one epoch per fit, "
+        f"{args.repeats} interleaved repeats (median). `precision=\"auto\"` picks "
+        f"`{resolve_precision('auto', args.device)}` here.",
+        "",
+        f"- `torch.mm` 2048 x 2048: float32 {peaks[torch.float32]:.1f} GFLOP/s, bfloat16 "
+        f"{peaks[torch.bfloat16]:.1f} GFLOP/s (bf16 / fp32 = "
+        f"{peaks[torch.bfloat16] / peaks[torch.float32]:.2f})",
+        "",
+        "| network | 32-true samples/s | bf16-mixed samples/s | bf16 / fp32 |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, params in NETWORKS.items():
+        runs = {precision: [] for precision in PRECISIONS}
+        samples_per_second(X[:1024], params, "32-true", args.device)  # warm-up
+        for _ in range(args.repeats):
+            for precision in PRECISIONS:
+                runs[precision].append(samples_per_second(X, params, precision, args.device))
+        fp32, bf16 = (statistics.median(runs[p]) for p in PRECISIONS)
+        lines.append(f"| {name} | {fp32:,.0f} | {bf16:,.0f} | {bf16 / fp32:.2f} |")
+        print(lines[-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "precision.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
