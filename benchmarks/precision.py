@@ -82,7 +82,7 @@ def main(argv=None):
         "",
         f"- `torch.mm` 2048 x 2048: float32 {peaks[torch.float32]:.1f} GFLOP/s, bfloat16 "
         f"{peaks[torch.bfloat16]:.1f} GFLOP/s (bf16 / fp32 = "
-        f"{peaks[torch.bfloat16] / peaks[torch.float32]:.2f})",
+        f"{peaks[torch.bfloat16] / peaks[torch.float32]:.3f})",
         "",
         "| network | 32-true samples/s | bf16-mixed samples/s | bf16 / fp32 |",
         "| --- | ---: | ---: | ---: |",
