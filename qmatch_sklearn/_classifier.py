@@ -73,10 +73,10 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
         return model, score
 
-    model, weight = weigh_embedding_block(fit, embeddings, n_embedding if smallest >= 2 else None)
-    coef, intercept = model.coef_.copy(), model.intercept_
-    if n_embedding is not None:
-        coef[..., coef.shape[-1] - n_embedding:] *= weight
+    model, weight, coef = weigh_embedding_block(
+        fit, embeddings, n_embedding if smallest >= 2 else None
+    )
+    intercept = model.intercept_
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]

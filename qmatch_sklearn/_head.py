@@ -67,12 +67,13 @@ def weigh_embedding_block(fit, features, n_embedding):
     :data:`EMBEDDING_WEIGHTS` scales those columns, and the best
     cross-validated score wins: a linear head on few labeled rows then keeps
     the embedding where it helps and falls back to the input features alone
-    where it is noise. Returns ``(model, weight)``; the model's coefficients
-    of the embedding columns must be multiplied by ``weight`` to read the
-    unscaled features.
+    where it is noise. Returns ``(model, weight, coef)``: ``coef`` is the
+    model's ``coef_`` with the embedding columns' coefficients multiplied by
+    ``weight``, i.e. the coefficients of the unscaled features.
     """
     if n_embedding is None:
-        return fit(features)[0], 1.0
+        model = fit(features)[0]
+        return model, 1.0, model.coef_.copy()
     best = None
     for weight in EMBEDDING_WEIGHTS:
         weighted = features.copy()
@@ -80,7 +81,10 @@ def weigh_embedding_block(fit, features, n_embedding):
         model, score = fit(weighted)
         if best is None or score > best[0]:
             best = (score, model, weight)
-    return best[1], best[2]
+    _, model, weight = best
+    coef = model.coef_.copy()
+    coef[..., coef.shape[-1] - n_embedding:] *= weight
+    return model, weight, coef
 
 
 def _is_library_encoder(value):

@@ -57,10 +57,7 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
         )
         return model, model.best_score_
 
-    model, weight = weigh_embedding_block(fit, embeddings, n_embedding)
-    coef = model.coef_.copy()
-    if n_embedding is not None:
-        coef[..., coef.shape[-1] - n_embedding:] *= weight
+    model, weight, coef = weigh_embedding_block(fit, embeddings, n_embedding)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(model.intercept_, dtype=torch.float32))

@@ -1,5 +1,7 @@
 """The closed-form heads weigh the embedding block beside the input (``weigh_embedding_block``)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -31,10 +33,12 @@ def test_the_best_cross_validated_score_wins_and_ties_keep_the_embedding():
 
     def fit(features):
         weight = float(features[0, -1])  # the embedding column, scaled by the weight
-        return f"model {weight}", scores[weight]
+        return SimpleNamespace(name=f"model {weight}", coef_=np.ones((1, 2))), scores[weight]
 
-    model, weight = weigh_embedding_block(fit, np.ones((3, 2), dtype=np.float32), 1)
-    assert (model, weight) == ("model 0.5", 0.5)
+    model, weight, coef = weigh_embedding_block(fit, np.ones((3, 2), dtype=np.float32), 1)
+    assert (model.name, weight) == ("model 0.5", 0.5)
+    np.testing.assert_array_equal(coef, [[1.0, 0.5]])  # of the unscaled features
+    np.testing.assert_array_equal(model.coef_, [[1.0, 1.0]])  # the model's own: untouched
     assert weigh_embedding_block(fit, np.ones((3, 2), dtype=np.float32), None)[1] == 1.0
     assert EMBEDDING_WEIGHTS[0] == 1.0 and 0.0 in EMBEDDING_WEIGHTS
 
