@@ -40,8 +40,10 @@ from ._missing import indicated_features, missing_columns
 MAX_CATEGORIES = 255
 
 
-def _is_categorical_dtype(dtype):
-    return not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))
+def _categorical_dtypes(frame):
+    """Per column of a DataFrame, whether its dtype is categorical (not numeric nor bool)."""
+    return np.array([not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))
+                     for dtype in frame.dtypes])
 
 
 def categorical_mask(estimator, X, categorical_features):
@@ -56,7 +58,7 @@ def categorical_mask(estimator, X, categorical_features):
     if isinstance(categorical_features, str):  # "from_dtype"
         if not isinstance(X, pd.DataFrame):
             return None
-        mask = np.array([_is_categorical_dtype(dtype) for dtype in X.dtypes])
+        mask = _categorical_dtypes(X)
         return mask if mask.any() else None
     if issparse(X):
         _as_frame(X)  # refused: categorical columns of a sparse matrix
@@ -139,6 +141,11 @@ def input_origin(widths):
     return np.repeat(np.arange(len(widths)), widths)
 
 
+def input_starts(widths):
+    """For each column of ``X``, its first network input column."""
+    return np.cumsum(widths) - widths
+
+
 def expand_groups(group_of, widths):
     """Corruption groups over the network's input: ``group_of`` (each column
     of ``X``'s group, or None: each column alone) spread over the one-hot
@@ -170,8 +177,7 @@ def check_dtypes_unchanged(estimator, X):
             f"({', '.join(map(str, names))}); "
             f"pass a DataFrame with the same columns, not {type(X).__name__}."
         )
-    now = np.array([_is_categorical_dtype(dtype) for dtype in X.dtypes])
-    changed = np.flatnonzero(now != estimator.is_categorical_)
+    changed = np.flatnonzero(_categorical_dtypes(X) != estimator.is_categorical_)
     if len(changed):
         described = ", ".join(
             f"{X.columns[j]!r} ({'categorical' if estimator.is_categorical_[j] else 'numeric'} "
@@ -190,7 +196,7 @@ def one_hot_table(X, mask, categories, numeric):
     missing or unseen category is a block of zeros."""
     frame = _as_frame(X)
     widths = input_widths(len(mask), mask, categories)
-    starts = np.concatenate([[0], np.cumsum(widths)[:-1]])
+    starts = input_starts(widths)
     out = np.zeros((frame.shape[0], int(widths.sum())), dtype=np.float32)
     out[:, starts[~mask]] = numeric
     rows = np.arange(frame.shape[0])
@@ -274,5 +280,4 @@ class TableInputMixin:
 
     def _indicated_inputs(self):
         """The network input columns of ``missing_indicators_`` (for loading)."""
-        widths = self._input_widths()
-        return (np.cumsum(widths) - widths)[self._indicators()]
+        return input_starts(self._input_widths())[self._indicators()]
