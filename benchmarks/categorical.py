@@ -29,11 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.compose import ColumnTransformer, make_column_selector
-from sklearn.impute import SimpleImputer
 from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from qmatch_sklearn import one_hot_groups
@@ -57,16 +53,6 @@ KEY = ("table", "seed", "contender")
 #: The few-label tables with categorical columns, cheap first.
 DEFAULT_TABLES = ("penguins", "titanic", "attrition", "chile", "credit", "loans", "adult_1p")
 CONTENDERS = ("independent", "grouped", "native")
-
-
-def native_preprocessor():
-    """``make_preprocessor``'s numeric steps; the categorical columns pass through as they are."""
-    numeric = make_column_selector(dtype_exclude=["category", "object", "string"])
-    categorical = make_column_selector(dtype_include=["category", "object", "string"])
-    return ColumnTransformer([
-        ("numeric", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
-        ("categorical", "passthrough", categorical),
-    ], verbose_feature_names_out=False).set_output(transform="pandas")
 
 
 def encoder_input_width(encoder):
@@ -102,7 +88,7 @@ def main(argv=None):
                 X_train = prep.transform(_as_object(data.X_train)).astype(np.float32)
                 X_test = prep.transform(_as_object(data.X_test)).astype(np.float32)
                 groups = one_hot_groups(prep)
-                native = native_preprocessor().fit(data.X_train)
+                native = make_preprocessor(one_hot=False).fit(data.X_train)
                 for contender in todo:
                     if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
                         print(f"stopping: --max-minutes {args.max_minutes} reached")

@@ -88,16 +88,27 @@ SMOKE_HEAD = {"max_epochs": 3}
 SMOKE_TABNET_EPOCHS = 2
 
 
-def make_preprocessor():
-    """Numbers for the contenders that need them; NaN imputed, categories one-hot."""
-    categorical = make_column_selector(dtype_include=["category", "object", "string"])
-    numeric = make_column_selector(dtype_exclude=["category", "object", "string"])
-    return ColumnTransformer([
-        ("numeric", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
-        ("categorical", make_pipeline(
-            SimpleImputer(strategy="most_frequent"),
-            OneHotEncoder(handle_unknown="ignore", sparse_output=False)), categorical),
-    ])
+#: The dtypes of categorical columns.
+CATEGORICAL_DTYPES = ["category", "object", "string"]
+
+
+def make_preprocessor(numeric_steps=None, one_hot=True):
+    """Numbers for the contenders that need them: the numeric columns through
+    ``numeric_steps`` (default: median imputation, then standardisation), the
+    categorical ones most-frequent imputed and one-hot encoded; with
+    ``one_hot=False`` they pass through as they are, in a DataFrame (for an
+    estimator that reads categories natively)."""
+    if numeric_steps is None:
+        numeric_steps = [SimpleImputer(strategy="median"), StandardScaler()]
+    categorical = "passthrough" if not one_hot else make_pipeline(
+        SimpleImputer(strategy="most_frequent"),
+        OneHotEncoder(handle_unknown="ignore", sparse_output=False))
+    transformer = ColumnTransformer([
+        ("numeric", make_pipeline(*numeric_steps),
+         make_column_selector(dtype_exclude=CATEGORICAL_DTYPES)),
+        ("categorical", categorical, make_column_selector(dtype_include=CATEGORICAL_DTYPES)),
+    ], verbose_feature_names_out=one_hot)
+    return transformer if one_hot else transformer.set_output(transform="pandas")
 
 
 def _as_object(X):

@@ -33,15 +33,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.impute import SimpleImputer
 from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from ._fewlabel_tables import TABLES, split_table
-from .fewlabel import _as_object, fit_logistic, library_commit, machine_description, make_encoder
+from .fewlabel import (
+    CATEGORICAL_DTYPES,
+    _as_object,
+    fit_logistic,
+    library_commit,
+    machine_description,
+    make_encoder,
+    make_preprocessor,
+)
 from .fewshot import append_rows, read_done
 
 RESULTS = Path(__file__).parent / "results" / "missing.csv"
@@ -53,19 +59,6 @@ KEY = ("table", "seed", "missing", "contender")
 DEFAULT_TABLES = ("penguins", "titanic", "breast_cancer", "digits", "credit", "loans")
 MISSING = ("real", "10", "30")
 CONTENDERS = ("logreg_imputed", "qmatch_imputed", "qmatch_imputed_indicator", "qmatch_native")
-CATEGORICAL = ["category", "object", "string"]
-
-
-def preprocessor(numeric_steps):
-    categorical = make_pipeline(SimpleImputer(strategy="most_frequent"),
-                                OneHotEncoder(handle_unknown="ignore", sparse_output=False))
-    return ColumnTransformer([
-        ("numeric", make_pipeline(*numeric_steps), make_column_selector(
-            dtype_exclude=CATEGORICAL)),
-        ("categorical", categorical, make_column_selector(dtype_include=CATEGORICAL)),
-    ])
-
-
 NUMERIC_STEPS = {
     "imputed": lambda: [SimpleImputer(strategy="median"), StandardScaler()],
     "imputed_indicator": lambda: [SimpleImputer(strategy="median", add_indicator=True),
@@ -81,19 +74,19 @@ def remove_entries(data, rate, seed):
     rng = np.random.RandomState(10_000 + seed)
     for part in ("X_train", "X_test"):
         X = data[part].copy()
-        for column in X.select_dtypes(exclude=CATEGORICAL).columns:
+        for column in X.select_dtypes(exclude=CATEGORICAL_DTYPES).columns:
             X[column] = X[column].astype("float64").mask(rng.rand(len(X)) < rate)
         data[part] = X
     return data
 
 
 def numeric_missing_pct(X):
-    numeric = X.select_dtypes(exclude=CATEGORICAL)
+    numeric = X.select_dtypes(exclude=CATEGORICAL_DTYPES)
     return round(100 * float(numeric.isna().to_numpy().mean()), 2) if numeric.size else 0.0
 
 
 def run(contender, data, seed, smoke=False):
-    prep = preprocessor(NUMERIC_STEPS[INPUT_OF[contender]]())
+    prep = make_preprocessor(NUMERIC_STEPS[INPUT_OF[contender]]())
     X_train = prep.fit_transform(_as_object(data.X_train)).astype(np.float32)
     X_test = prep.transform(_as_object(data.X_test)).astype(np.float32)
     y_labeled = data.y_train[data.labeled]
