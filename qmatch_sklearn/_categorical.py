@@ -32,7 +32,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._columns import column_position
+from ._columns import column_position, name_positions
 from ._missing import indicated_features, missing_columns
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
@@ -74,10 +74,10 @@ def categorical_mask(estimator, X, categorical_features):
             )
         mask = np.asarray(given, dtype=bool)
         return mask if mask.any() else None
-    names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+    positions = name_positions(X.columns) if isinstance(X, pd.DataFrame) else None
     mask = np.zeros(n_features, dtype=bool)
     for item in given:
-        mask[column_position(item, names, n_features, "categorical_features")] = True
+        mask[column_position(item, positions, n_features, "categorical_features")] = True
     return mask if mask.any() else None
 
 

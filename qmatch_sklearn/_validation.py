@@ -7,7 +7,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import validate_data
 
 from ._categorical import TableInputMixin, check_dtypes_unchanged, check_table
-from ._columns import column_position
+from ._columns import column_position, name_positions
 
 
 def check_features(estimator, X, y="no_validation", *, reset):
@@ -90,11 +90,11 @@ def column_groups(estimator, feature_groups, n_features):
     """
     if feature_groups is None:
         return None
-    names = getattr(estimator, "feature_names_in_", None)
+    positions = name_positions(getattr(estimator, "feature_names_in_", None))
     group_of = np.full(n_features, -1, dtype=np.int64)
     for g, group in enumerate(feature_groups):
         for column in group:
-            j = column_position(column, names, n_features, "feature_groups")
+            j = column_position(column, positions, n_features, "feature_groups")
             if group_of[j] != -1:
                 raise ValueError(
                     f"Column {column!r} is in two groups of feature_groups (groups "
