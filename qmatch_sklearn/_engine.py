@@ -13,7 +13,9 @@ device placement. We change what matters for tabular self-supervision:
   touched);
 * a pretext step asks the method's module for its named outputs, hands them to
   the method's loss module and, after the optimiser step, lets the module
-  update its own state (EMA teacher, queue).
+  update its own state (EMA teacher, queue);
+* pretraining runs data-parallel when ``torch.distributed`` runs several
+  processes (``_distributed.py``).
 """
 
 import contextlib
@@ -32,6 +34,14 @@ from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ._distributed import (
+    average_gradients,
+    broadcast_state,
+    current_group,
+    gather_rows,
+    global_mean,
+    shard,
+)
 from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
 
@@ -73,6 +83,10 @@ class Rows(torch.utils.data.Dataset):
         if self.weight is not None:
             X = (X, self.weight[index])  # a weighted batch: see _RowWeightsMixin
         return X, (None if self.y is None else self.y[index])
+
+    def subset(self, index):
+        """These rows restricted to ``index`` (a tensor of row numbers of ``X``)."""
+        return Rows(self.X, self.y, index, self.weight)
 
 
 def device_rows(X, y, device):
@@ -161,6 +175,7 @@ class _TabularNetMixin:
     def initialize(self):
         super().initialize()
         self.scaler_ = grad_scaler(self.precision, self.device)
+        self.group_ = None  # data-parallel processes (PretextNet), None: this one alone
         return self
 
     def autocast(self):
@@ -185,12 +200,21 @@ class _TabularNetMixin:
         return {"loss": loss, "y_pred": y_pred}
 
     def _step_optimizer(self, step_fn):
-        if self.scaler_ is None:
+        if self.scaler_ is None and self.group_ is None:
             return super()._step_optimizer(step_fn)
-        step_fn()  # the scaler's step takes no closure: gradients first, then step
+        # gradients first (averaged across processes), then the step: the
+        # scaler's step takes no closure
+        step_fn()
+        if self.group_ is not None:
+            average_gradients(self.module_.parameters(), self.group_)
         for name in self._optimizers:
-            self.scaler_.step(getattr(self, name + "_"))
-        self.scaler_.update()
+            optimizer = getattr(self, name + "_")
+            if self.scaler_ is None:
+                optimizer.step()
+            else:
+                self.scaler_.step(optimizer)
+        if self.scaler_ is not None:
+            self.scaler_.update()
         return None
 
     def get_iterator(self, dataset, training=False):
@@ -231,11 +255,38 @@ class PretextNet(_TabularNetMixin, NeuralNet):
     student.
     Validation corruption is re-seeded each epoch so that validation losses
     are comparable across epochs.
+
+    Under ``torch.distributed`` with several processes (``_distributed.py``)
+    each process trains and validates on its share of the rows, with its own
+    corruption draws; gradients are averaged before each step, the
+    ``gathered`` fields of the outputs collected from every process before
+    ``after_step``, the epoch's losses averaged over every process's rows and
+    rank 0's buffers broadcast after each training epoch.
     """
 
     def __init__(self, *args, valid_seed=0, **kwargs):
         super().__init__(*args, **kwargs)
         self.valid_seed = valid_seed
+
+    def initialize(self):
+        super().initialize()
+        self.group_ = current_group()
+        if self.group_ is not None:
+            broadcast_state(self.module_)
+            # each process corrupts (and shuffles its share) with its own draws
+            self.generator.manual_seed(self.generator.initial_seed() + self.group_.rank)
+        return self
+
+    def get_default_callbacks(self):
+        # the epoch's losses of every process, before they are printed or read
+        defaults = list(super().get_default_callbacks())
+        at = next(i for i, (name, _) in enumerate(defaults) if name == "print_log")
+        return [*defaults[:at], ("global_losses", GlobalLosses()), *defaults[at:]]
+
+    def get_iterator(self, dataset, training=False):
+        if self.group_ is not None:
+            dataset = dataset.subset(shard(dataset.index, self.group_))
+        return super().get_iterator(dataset, training=training)
 
     def _pretext_loss(self, X, generator):
         with self.autocast():
@@ -255,7 +306,10 @@ class PretextNet(_TabularNetMixin, NeuralNet):
 
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)
-        self.module_.after_step(step["y_pred"])
+        outputs = step["y_pred"]
+        if self.group_ is not None:
+            outputs = gather_rows(outputs, self.module_.gathered)
+        self.module_.after_step(outputs)
         return step
 
     def validation_step(self, batch, **fit_params):
@@ -266,8 +320,31 @@ class PretextNet(_TabularNetMixin, NeuralNet):
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         if not training:
-            self.valid_generator_ = torch.Generator(self.device).manual_seed(self.valid_seed)
+            rank = 0 if self.group_ is None else self.group_.rank
+            self.valid_generator_ = torch.Generator(self.device).manual_seed(
+                self.valid_seed + rank
+            )
         super().run_single_epoch(iterator, training, prefix, step_fn, **fit_params)
+        if training and self.group_ is not None:
+            broadcast_state(self.module_)  # batch-norm statistics: rank 0's
+
+
+class GlobalLosses(Callback):
+    """Under data-parallel training, replace the epoch's ``train_loss`` and
+    ``valid_loss`` (each process's mean over its rows) by their mean over every
+    process's rows, so that every process sees, prints and early-stops on the
+    same numbers. Nothing in single-process training."""
+
+    def on_epoch_end(self, net, **kwargs):
+        if net.group_ is None:
+            return
+        row = net.history[-1]
+        for prefix in ("train", "valid"):
+            if f"{prefix}_loss" in row:
+                n_rows = sum(b.get(f"{prefix}_batch_size", 0) for b in row["batches"])
+                net.history.record(
+                    f"{prefix}_loss", global_mean(row[f"{prefix}_loss"], n_rows, net.device)
+                )
 
 
 class _RowWeightsMixin:
@@ -522,10 +599,13 @@ class TrainingSettings:
     @classmethod
     def of(cls, estimator):
         """The settings of an estimator of this library (its shared parameters, and
-        ``precision_``: its ``precision`` resolved for the device)."""
+        ``precision_``: its ``precision`` resolved for the device). Under
+        data-parallel training only rank 0 shows progress."""
+        group = current_group()
+        verbose = estimator.verbose if group is None or group.rank == 0 else 0
         return cls(
             type(estimator).__name__, estimator.lr, estimator.weight_decay,
-            estimator.batch_size, estimator.max_epochs, estimator.patience, estimator.verbose,
+            estimator.batch_size, estimator.max_epochs, estimator.patience, verbose,
             estimator.precision_,
         )
 

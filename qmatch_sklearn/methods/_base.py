@@ -20,13 +20,18 @@ class PretextModule(nn.Module):
       the paper's symbols); the loss module reads its fields by name;
     * ``after_step(outputs)`` runs after each optimiser step with that
       structure (momentum teachers, queues); it is not called during
-      validation.
+      validation. ``gathered`` names the per-row fields it reads: in
+      data-parallel training they hold every process's rows (in rank order),
+      so that state built from them stays identical in every process.
 
     ``encoder`` is what the fitted estimator keeps for ``transform``. Views
     are corrupted through :meth:`corrupt`, which applies the estimator's
     ``corruption_type`` and its ``feature_groups`` (the ``corruption_groups``
     buffer, set by the estimator; None: every column on its own).
     """
+
+    #: The per-row output fields ``after_step`` reads (gathered across processes).
+    gathered = ()
 
     def __init__(self, encoder):
         super().__init__()

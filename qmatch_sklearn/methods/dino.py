@@ -107,6 +107,8 @@ class DINOLoss(nn.Module):
 class DINOModule(PretextModule):
     """Student (encoder + head), EMA teacher of the same shape, and the centre."""
 
+    gathered = ("t_a", "t_b")
+
     def __init__(
         self, encoder, head, corruption, ema_decay, center_momentum, corruption_type="vime"
     ):

@@ -92,6 +92,8 @@ class QMatchModule(PretextModule):
     embeddings enter the queue, as in Algorithm 1.
     """
 
+    gathered = ("teacher",)
+
     def __init__(
         self, encoder, projector, queue, student_corruption, teacher_corruption, ema_decay,
         corruption_type="vime",
