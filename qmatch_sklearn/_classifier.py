@@ -50,8 +50,10 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
     stratified cross-validation (log-loss) on the labeled rows, with as many
     folds (at most 5) as the smallest class allows; C=1 when a class has one
     row. When ``embeddings`` end with ``n_embedding`` embedding columns
-    beside the input features, the weight of that block is chosen with C, on
-    the same folds (:func:`~._head.weigh_embedding_block`). For two classes
+    beside the input features, one regression is fitted for each weight of
+    that block (C chosen for each, on the same folds) and their scores are
+    averaged with weights from their cross-validated log-losses
+    (:func:`~._head.weigh_embedding_block`). For two classes
     the regression's one score becomes the second logit and the first is 0,
     so the softmax equals its sigmoid.
     """
@@ -73,10 +75,9 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
         return model, score
 
-    model, weight, coef = weigh_embedding_block(
+    coef, intercept, weight = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None
     )
-    intercept = model.intercept_
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]
@@ -312,10 +313,11 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         evaluation), False fine-tunes the encoder with it. "auto" trains both
         when there is a validation set (``X_val``, or ``validation_fraction``
         gives one) and keeps the better on it. Without one (few labels) the
-        head is a logistic regression on the frozen embeddings whose C (and,
-        beside the input features, the weight of the embedding,
-        ``embedding_weight_``) is chosen by cross-validation on the labeled
-        rows (as ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``): fine-tuning,
+        head is a logistic regression on the frozen embeddings whose C is
+        chosen by cross-validation on the labeled rows (as
+        ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``); beside the
+        input features, an average of such regressions over weights of the
+        embedding block (``embedding_weight_``). Fine-tuning,
         or an AdamW head, on a few dozen labeled rows with nothing to stop
         them overfit (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
@@ -387,11 +389,13 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         Supervised epoch whose weights were kept (1-based; 0 as above).
     embedding_weight_ : float
         With an encoder of ``passthrough=True`` and the closed-form head of
-        ``freeze_encoder="auto"``, the weight of the embedding block beside
-        the input features, chosen among 1, 0.5 and 0 with the head's
-        regularisation by the same cross-validated log-loss: 0 means the head reads
-        the input features alone (the embedding did not help on the labeled
-        rows). 1.0 otherwise.
+        ``freeze_encoder="auto"``, the average weight of the embedding block
+        beside the input features: the head averages the logistic regressions
+        fitted with the block scaled by 1, 0.5 and 0, each weighted by its
+        cross-validated likelihood on the labeled rows (pseudo-Bayesian model
+        averaging). Near 0 the head reads the input features alone (the
+        embedding did not help on the labeled rows), near 1 the whole
+        embedding. 1.0 otherwise.
     device_ : str
         Device the network lives on.
     precision_ : str

@@ -52,39 +52,51 @@ from .methods import QMatchEncoder
 #: frozen embeddings (``_classifier.LOGISTIC``, ``_regressor.RIDGE``).
 LINEAR, FINE_TUNED = "linear", "fine-tuned"
 
-#: The weights of the embedding block beside the input features among which the
-#: closed-form heads choose by cross-validation (encoders with ``passthrough=True``);
-#: 0 is the input features alone. On ties the first (the whole embedding) stays.
+#: The weights of the embedding block beside the input features over which the
+#: closed-form heads average (encoders with ``passthrough=True``); 0 is the input
+#: features alone.
 EMBEDDING_WEIGHTS = (1.0, 0.5, 0.0)
 
 
 def weigh_embedding_block(fit, features, n_embedding):
-    """The closed-form head fitted with the best weight of the embedding block.
+    """The closed-form head averaged over the weights of the embedding block.
 
-    ``fit(features) -> (model, cv_score)`` fits the head (higher scores are
-    better); ``features`` end with the ``n_embedding`` embedding columns
-    (None: no input block to weigh them against, fit once). Each weight of
-    :data:`EMBEDDING_WEIGHTS` scales those columns, and the best
-    cross-validated score wins: a linear head on few labeled rows then keeps
-    the embedding where it helps and falls back to the input features alone
-    where it is noise. Returns ``(model, weight, coef)``: ``coef`` is the
-    model's ``coef_`` with the embedding columns' coefficients multiplied by
-    ``weight``, i.e. the coefficients of the unscaled features.
+    ``fit(features) -> (model, log_likelihood)`` fits the head on
+    ``features`` and returns its mean cross-validated log-likelihood per row;
+    ``features`` end with the ``n_embedding`` embedding columns (None: no input
+    block to weigh them against, fit once). Each weight w_k of
+    :data:`EMBEDDING_WEIGHTS` scales those columns and gives one head; the
+    heads' linear scores are averaged with the pseudo-Bayesian-model-averaging
+    weights p_k proportional to exp(n * log_likelihood_k), n the number of rows
+    (Yao et al., 2018, "Using stacking to average Bayesian predictive
+    distributions", eq. 8): a head on few labeled rows keeps the embedding
+    where it predicts held-out rows better, falls back to the input features
+    alone where it is noise, and does not stake everything on one noisy
+    choice. The average of linear heads is one linear head.
+
+    Returns ``(coef, intercept, weight)``: the averaged ``coef_`` of the
+    unscaled features (each head's embedding coefficients multiplied by its
+    w_k) and ``intercept_``, and the average weight sum_k p_k w_k of the
+    embedding block (1 when ``n_embedding`` is None).
     """
     if n_embedding is None:
         model = fit(features)[0]
-        return model, 1.0, model.coef_.copy()
-    best = None
+        return model.coef_.copy(), np.asarray(model.intercept_, dtype=float).copy(), 1.0
+    heads, log_likelihoods = [], []
     for weight in EMBEDDING_WEIGHTS:
         weighted = features.copy()
         weighted[:, features.shape[1] - n_embedding:] *= weight
-        model, score = fit(weighted)
-        if best is None or score > best[0]:
-            best = (score, model, weight)
-    _, model, weight = best
-    coef = model.coef_.copy()
-    coef[..., coef.shape[-1] - n_embedding:] *= weight
-    return model, weight, coef
+        model, log_likelihood = fit(weighted)
+        coef = model.coef_.copy()
+        coef[..., coef.shape[-1] - n_embedding:] *= weight
+        heads.append((coef, np.asarray(model.intercept_, dtype=float)))
+        log_likelihoods.append(log_likelihood)
+    evidence = len(features) * np.asarray(log_likelihoods, dtype=float)
+    p = np.exp(evidence - evidence.max())
+    p /= p.sum()
+    coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
+    intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
+    return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS))
 
 
 def _is_library_encoder(value):

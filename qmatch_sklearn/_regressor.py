@@ -47,20 +47,24 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
     ``targets`` (n_samples, n_outputs) are standardised; alpha, one for all
     outputs, is chosen among ``RIDGE_ALPHAS`` by ``RidgeCV``'s efficient
     leave-one-out cross-validation on the labeled rows. When ``embeddings``
-    end with ``n_embedding`` embedding columns beside the input features, the
-    weight of that block is chosen with alpha by the same leave-one-out error
+    end with ``n_embedding`` embedding columns beside the input features, one
+    regression is fitted for each weight of that block (alpha chosen for
+    each) and they are averaged with weights from their leave-one-out errors
     (:func:`~._head.weigh_embedding_block`).
     """
     def fit(features):
         model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
             features.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
         )
-        return model, model.best_score_
+        # the Gaussian log-likelihood per row of the leave-one-out residuals, up to a
+        # constant: -log(mean squared error) / 2 (best_score_ is minus that error)
+        mse = max(-model.best_score_, np.finfo(np.float64).tiny)
+        return model, -0.5 * np.log(mse)
 
-    model, weight, coef = weigh_embedding_block(fit, embeddings, n_embedding)
+    coef, intercept, weight = weigh_embedding_block(fit, embeddings, n_embedding)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
-        head.bias.copy_(torch.as_tensor(model.intercept_, dtype=torch.float32))
+        head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
     return TrainingResult(History(), 0, 0, None), weight
 
 
@@ -260,10 +264,11 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         evaluation), False fine-tunes the encoder with it. "auto" trains both
         when there is a validation set (``X_val``, or ``validation_fraction``
         gives one) and keeps the better on it. Without one (few labels) the
-        head is a ridge regression on the frozen embeddings whose alpha (and,
-        beside the input features, the weight of the embedding,
-        ``embedding_weight_``) is chosen by leave-one-out cross-validation on
-        the labeled rows (as ``RidgeCV``; no epochs, ``n_epochs_ = 0``): with nothing to stop
+        head is a ridge regression on the frozen embeddings whose alpha is
+        chosen by leave-one-out cross-validation on the labeled rows (as
+        ``RidgeCV``; no epochs, ``n_epochs_ = 0``); beside the input features,
+        an average of such regressions over weights of the embedding block
+        (``embedding_weight_``). With nothing to stop
         them, fine-tuning or an AdamW head would overfit a few dozen labeled
         rows.
     lr : float, default=1e-3
@@ -333,11 +338,13 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         Supervised epoch whose weights were kept (1-based; 0 as above).
     embedding_weight_ : float
         With an encoder of ``passthrough=True`` and the closed-form head of
-        ``freeze_encoder="auto"``, the weight of the embedding block beside
-        the input features, chosen among 1, 0.5 and 0 with the head's
-        regularisation by the same leave-one-out error: 0 means the head reads
-        the input features alone (the embedding did not help on the labeled
-        rows). 1.0 otherwise.
+        ``freeze_encoder="auto"``, the average weight of the embedding block
+        beside the input features: the head averages the ridge regressions
+        fitted with the block scaled by 1, 0.5 and 0, each weighted by the
+        Gaussian likelihood of its leave-one-out errors (pseudo-Bayesian model
+        averaging). Near 0 the head reads the input features alone (the
+        embedding did not help on the labeled rows), near 1 the whole
+        embedding. 1.0 otherwise.
     device_ : str
         Device the network lives on.
     precision_ : str

@@ -1,10 +1,13 @@
-"""The closed-form heads weigh the embedding block beside the input (``weigh_embedding_block``)."""
+"""The closed-form heads average over weights of the embedding block beside the input
+(``weigh_embedding_block``)."""
 
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.model_selection import StratifiedKFold
 
@@ -28,63 +31,113 @@ def rows(signal_in, seed=0, n=80):
     return np.hstack([x, z]).astype(np.float32), y
 
 
-def test_the_best_cross_validated_score_wins_and_ties_keep_the_embedding():
-    scores = {1.0: -1.0, 0.5: -0.5, 0.0: -0.5}  # 0.5 and 0 tie: the first one stays
+def pseudo_bma(log_likelihoods, n):
+    """The averaging weights p_k proportional to exp(n * log_likelihood_k)."""
+    evidence = n * np.asarray(log_likelihoods)
+    p = np.exp(evidence - evidence.max())
+    return p / p.sum()
+
+
+@given(st.lists(st.floats(-5, 0), min_size=3, max_size=3), st.integers(2, 500))
+def test_heads_are_averaged_by_their_cross_validated_likelihood(log_likelihoods, n):
+    """coef and intercept are the p-weighted averages of the heads' (on the unscaled
+    features: the embedding coefficients times the block's weight)."""
+    scores = dict(zip(EMBEDDING_WEIGHTS, log_likelihoods, strict=True))
 
     def fit(features):
         weight = float(features[0, -1])  # the embedding column, scaled by the weight
-        return SimpleNamespace(name=f"model {weight}", coef_=np.ones((1, 2))), scores[weight]
+        head = SimpleNamespace(coef_=np.array([[1.0 + weight, 1.0]]),
+                               intercept_=np.array([weight]))
+        return head, scores[weight]
 
-    model, weight, coef = weigh_embedding_block(fit, np.ones((3, 2), dtype=np.float32), 1)
-    assert (model.name, weight) == ("model 0.5", 0.5)
-    np.testing.assert_array_equal(coef, [[1.0, 0.5]])  # of the unscaled features
-    np.testing.assert_array_equal(model.coef_, [[1.0, 1.0]])  # the model's own: untouched
-    assert weigh_embedding_block(fit, np.ones((3, 2), dtype=np.float32), None)[1] == 1.0
-    assert EMBEDDING_WEIGHTS[0] == 1.0 and 0.0 in EMBEDDING_WEIGHTS
+    coef, intercept, weight = weigh_embedding_block(fit, np.ones((n, 2), np.float32), 1)
+    p = pseudo_bma(log_likelihoods, n)
+    w = np.asarray(EMBEDDING_WEIGHTS)
+    np.testing.assert_allclose(coef, [[p @ (1 + w), p @ w]], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(intercept, [p @ w], rtol=1e-9, atol=1e-12)
+    assert weight == pytest.approx(p @ w) and 0.0 <= weight <= 1.0
+
+
+def test_a_far_better_head_takes_all_and_without_an_input_block_one_head_is_fitted():
+    def fit(features):
+        weight = float(features[0, -1])
+        head = SimpleNamespace(coef_=np.array([[weight]]), intercept_=np.array([0.0]))
+        return head, (0.0 if weight == 0.5 else -1.0)
+
+    coef, _, weight = weigh_embedding_block(fit, np.ones((100, 1), np.float32), 1)
+    assert weight == 0.5 and coef[0, 0] == 0.25
+    assert weigh_embedding_block(fit, np.ones((100, 1), np.float32), None)[2] == 1.0
+
+
+def accuracy(head, features, y):
+    with torch.no_grad():
+        logits = head(torch.from_numpy(features)).numpy()
+    return np.mean(logits.argmax(axis=1) == y)
 
 
 @pytest.mark.parametrize("signal_in", ["input", "embedding"])
-def test_the_logistic_head_drops_a_noise_embedding_and_keeps_an_informative_one(signal_in):
-    weights = []
-    for seed in range(8):  # a choice on 80 rows is noisy: judged over draws
+def test_the_logistic_head_ignores_a_noise_embedding_and_uses_an_informative_one(signal_in):
+    """On fresh rows: as accurate as the input alone when the embedding is noise,
+    far more when the signal is in the embedding alone (judged over draws: 80 rows
+    are few)."""
+    ours, alone, weights = [], [], []
+    for seed in range(8):
         features, y = rows(signal_in, seed)
+        test_features, test_y = rows(signal_in, seed + 100, n=2000)
         head = torch.nn.Linear(features.shape[1], 2)
         weights.append(fit_logistic_head_(head, features, y, seed, n_embedding=N_EMBEDDING)[1])
+        ours.append(accuracy(head, test_features, test_y))
+        inputs = LogisticRegressionCV(max_iter=1000).fit(features[:, :-N_EMBEDDING], y)
+        alone.append(inputs.score(test_features[:, :-N_EMBEDDING], test_y))
     if signal_in == "input":
-        assert np.mean(weights) <= 0.25, weights
+        assert np.mean(ours) >= np.mean(alone) - 0.01, (ours, alone)
     else:
-        assert np.mean(weights) >= 0.75 and min(weights) > 0, weights
+        assert np.mean(ours) >= np.mean(alone) + 0.3 and np.mean(weights) >= 0.75, weights
 
 
-def test_weight_zero_is_logistic_regression_on_the_input_alone():
+def test_the_logistic_head_is_the_average_of_cross_validated_regressions():
+    """Its logits: the pseudo-BMA average of LogisticRegressionCV's decision functions,
+    one per weight of the embedding block, on the same folds."""
     features, y = rows("input", seed=3)
     head = torch.nn.Linear(features.shape[1], 2)
     _, weight = fit_logistic_head_(head, features, y, 3, n_embedding=N_EMBEDDING)
-    assert weight == 0.0  # on these rows; test_the_logistic_head_drops_... covers others
-    assert (head.weight[:, -N_EMBEDDING:] == 0).all()
     folds = StratifiedKFold(5, shuffle=True, random_state=3)
-    alone = LogisticRegressionCV(cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
-                                 use_legacy_attributes=False, max_iter=1000)
-    alone.fit(features[:, :-N_EMBEDDING], y)
+    margins, log_likelihoods = [], []
+    for w in EMBEDDING_WEIGHTS:
+        weighted = features.copy()
+        weighted[:, -N_EMBEDDING:] *= w
+        model = LogisticRegressionCV(cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
+                                     use_legacy_attributes=False, max_iter=1000)
+        model.fit(weighted, y)
+        margins.append(model.decision_function(weighted))
+        log_likelihoods.append(model.scores_.mean(axis=0).max())
+    p = pseudo_bma(log_likelihoods, len(y))
     with torch.no_grad():
         logits = head(torch.from_numpy(features)).numpy()
-    np.testing.assert_allclose(logits[:, 1] - logits[:, 0],
-                               alone.decision_function(features[:, :-N_EMBEDDING]),
+    np.testing.assert_allclose(logits[:, 1] - logits[:, 0], p @ np.array(margins),
                                rtol=1e-4, atol=1e-4)
+    assert weight == pytest.approx(p @ np.asarray(EMBEDDING_WEIGHTS))
 
 
 @pytest.mark.parametrize("signal_in", ["input", "embedding"])
-def test_the_ridge_head_reads_the_unscaled_features(signal_in):
+def test_the_ridge_head_is_the_average_of_leave_one_out_ridges(signal_in):
+    """Its predictions: the average of RidgeCV's, one per weight of the embedding
+    block, weighted by the Gaussian likelihood of their leave-one-out errors."""
     features, y = rows(signal_in)
     targets = (y - y.mean()).astype(np.float32)
     head = torch.nn.Linear(features.shape[1], 1)
-    _, weight = fit_ridge_head_(head, features, targets[:, None], n_embedding=N_EMBEDDING)
-    weighted = features.copy()
-    weighted[:, -N_EMBEDDING:] *= weight
-    reference = RidgeCV(alphas=RIDGE_ALPHAS).fit(weighted.astype(np.float64), targets[:, None])
+    fit_ridge_head_(head, features, targets[:, None], n_embedding=N_EMBEDDING)
+    predictions, log_likelihoods = [], []
+    for w in EMBEDDING_WEIGHTS:
+        weighted = features.copy()
+        weighted[:, -N_EMBEDDING:] *= w
+        model = RidgeCV(alphas=RIDGE_ALPHAS).fit(weighted.astype(np.float64), targets[:, None])
+        predictions.append(model.predict(weighted).ravel())
+        log_likelihoods.append(-0.5 * np.log(-model.best_score_))
+    p = pseudo_bma(log_likelihoods, len(y))
     with torch.no_grad():
         predicted = head(torch.from_numpy(features)).numpy()
-    np.testing.assert_allclose(predicted.ravel(), reference.predict(weighted).ravel(), rtol=1e-4,
+    np.testing.assert_allclose(predicted.ravel(), p @ np.array(predictions), rtol=1e-4,
                                atol=1e-4)
 
 
@@ -93,9 +146,9 @@ def test_estimators_report_the_weight():
     encoder = QMatchEncoder(passthrough=True, hidden_sizes=(16,), embedding_dim=8,
                             max_epochs=2, random_state=0)
     classifier = QMatchClassifier(encoder=encoder, random_state=0).fit(features, y)
-    assert classifier.embedding_weight_ in EMBEDDING_WEIGHTS
+    assert 0.0 <= classifier.embedding_weight_ <= 1.0
     regressor = QMatchRegressor(encoder=encoder, random_state=0).fit(features, y.astype(float))
-    assert regressor.embedding_weight_ in EMBEDDING_WEIGHTS
+    assert 0.0 <= regressor.embedding_weight_ <= 1.0
     without = QMatchClassifier(encoder=encoder.set_params(passthrough=False),
                                random_state=0).fit(features, y)
     assert without.embedding_weight_ == 1.0
