@@ -54,14 +54,31 @@ INFERENCE_BATCH_SIZE = 1024
 INFERENCE_CHUNK_BYTES = 32 * 2**20
 
 
+#: Largest share of the accelerator's free memory that a dense training
+#: matrix may take there; a larger one stays on the host (see :class:`Rows`).
+DEVICE_DATA_FRACTION = 0.5
+
+
+def fits_on_device(nbytes, device):
+    """Whether ``nbytes`` of training data fit comfortably on ``device``: the
+    CPU always (the tensor shares the array's memory), CUDA when they take at
+    most :data:`DEVICE_DATA_FRACTION` of its free memory."""
+    if torch.device(device).type != "cuda":
+        return True
+    return nbytes <= DEVICE_DATA_FRACTION * torch.cuda.mem_get_info(device)[0]
+
+
 class Rows(torch.utils.data.Dataset):
     """The rows ``index`` of ``X`` (and of ``y``), served one batch at a time.
 
     ``X`` is never copied per split: the training and validation rows of one
     array are two ``Rows`` over the same storage. A dense ``X`` is a float32
-    tensor on the training device (on the CPU it shares the array's memory);
-    a sparse ``X`` stays a CSR matrix on the host and only the rows of one
-    batch are densified and moved to the device.
+    tensor on the training device when it fits there comfortably
+    (:func:`fits_on_device`; on the CPU it shares the array's memory), else
+    a tensor on the host whose batches are gathered there and copied to the
+    device through pinned memory, without blocking; a sparse ``X`` stays a
+    CSR matrix on the host and only the rows of one batch are densified and
+    moved to the device.
     """
 
     def __init__(self, X, y, index, weight=None):
@@ -76,8 +93,9 @@ class Rows(torch.utils.data.Dataset):
     def batch(self, index):
         """Rows ``index`` (a tensor on the training device) of ``X`` and ``y``."""
         if sp.issparse(self.X):
-            dense = self.X[index.cpu().numpy()].toarray()
-            X = torch.from_numpy(dense).to(index.device, non_blocking=True)
+            X = _to_device(torch.from_numpy(self.X[index.cpu().numpy()].toarray()), index.device)
+        elif self.X.device != index.device:
+            X = _to_device(self.X[index.cpu()], index.device)
         else:
             X = self.X[index]
         if self.weight is not None:
@@ -89,11 +107,23 @@ class Rows(torch.utils.data.Dataset):
         return Rows(self.X, self.y, index, self.weight)
 
 
+def _to_device(rows, device):
+    """Host rows on ``device``: through pinned memory, without blocking, to CUDA."""
+    if rows.device == device:
+        return rows
+    if device.type == "cuda":
+        rows = rows.pin_memory()
+    return rows.to(device, non_blocking=True)
+
+
 def device_rows(X, y, device):
     """``X`` and ``y`` as stored for :class:`Rows`: dense arrays become tensors
-    on ``device`` (never aliasing a read-only array), sparse ``X`` stays CSR."""
+    on ``device`` when they fit there (:func:`fits_on_device`; never aliasing
+    a read-only array), else host tensors; sparse ``X`` stays CSR."""
     if not sp.issparse(X):
-        X = torch.as_tensor(X if X.flags.writeable else np.array(X), device=device)
+        X = torch.as_tensor(X if X.flags.writeable else np.array(X))
+        if fits_on_device(X.nbytes, device):
+            X = X.to(device)
     return X, (None if y is None else torch.as_tensor(y, device=device))
 
 

@@ -6,12 +6,13 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder
-from qmatch_sklearn._engine import FineTuneNet, PretextNet
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _engine
+from qmatch_sklearn._engine import FineTuneNet, PretextNet, fits_on_device
 from qmatch_sklearn.methods import qmatch
 
 from .conftest import tiny_encoder_params
@@ -164,3 +165,24 @@ def test_auto_validation_early_stops_only_on_large_data():
 def test_early_stopping_on_a_tiny_validation_split_warns(X):
     with pytest.warns(UserWarning, match="validation split of only 30 rows.*'auto'"):
         QMatchEncoder(**tiny_encoder_params(validation_fraction=0.1)).fit(X)
+
+
+def test_training_data_too_large_for_the_device_stays_on_the_host(X, monkeypatch):
+    """On the CPU the data always 'fits' (the tensor shares the array); where it does
+    not fit, X stays a host tensor and batches are gathered there."""
+    assert fits_on_device(10**15, "cpu")
+    monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
+    X32 = X.astype(np.float32)
+    stored, _ = _engine.device_rows(X32, None, "cpu")
+    assert stored.device.type == "cpu" and np.shares_memory(stored.numpy(), X32)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_fit_from_host_batches_equals_one_from_device_data(X, monkeypatch):
+    """Batches gathered on the host and copied through pinned memory give the
+    network of a fit whose data sat on the GPU."""
+    params = tiny_encoder_params(device="cuda", validation_fraction=None)
+    on_device = QMatchEncoder(**params).fit(X).transform(X)
+    monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
+    from_host = QMatchEncoder(**params).fit(X).transform(X)
+    np.testing.assert_allclose(from_host, on_device, rtol=1e-5, atol=1e-5)
