@@ -1,9 +1,11 @@
 """Training speed by ``precision``: float32 against bf16 autocast, and matmul peaks (issue #17).
 
 In one run on the same rows: ``QMatchEncoder(precision=...).fit(X)`` (one epoch, no
-validation) for each network (the default ``"mlp"`` and the paper's ``"imix"``) and
-each precision (``"32-true"``, ``"bf16-mixed"``), in interleaved repeats, reporting the
-median samples/s and the bf16 / fp32 ratio; and ``torch.mm`` of two 2048 x 2048
+validation) and the bare torch loop of the same network (``benchmarks.throughput``'s, under
+bfloat16 autocast for bf16) for each network (the default ``"mlp"`` and the paper's
+``"imix"``) and each precision (``"32-true"``, ``"bf16-mixed"``), in interleaved repeats,
+reporting the median samples/s, library / bare and the bf16 / fp32 ratio; and ``torch.mm``
+of two 2048 x 2048
 matrices in float32 and in bfloat16 (best of three), the hardware's ratio that
 autocast can at most approach. What ``precision="auto"`` picks on the machine is
 reported too. Timings beside other work mean nothing: run it on an idle machine.
@@ -22,9 +24,9 @@ import numpy as np
 import torch
 
 from qmatch_sklearn import QMatchEncoder
-from qmatch_sklearn._precision import resolve_precision
 
 from .fewshot import cpu_model
+from .throughput import run_bare, run_library
 
 RESULTS = Path(__file__).parent / "results"
 #: name -> encoder parameters: the default network and the paper's i-Mix network
@@ -48,14 +50,21 @@ def matmul_gflops(dtype, device, size=2048, repeats=3):
     return best
 
 
-def samples_per_second(X, params, precision, device):
-    encoder = QMatchEncoder(**params, precision=precision, max_epochs=1,
-                            validation_fraction=None, device=device, random_state=0)
-    start = time.perf_counter()
+def samples_per_second(runner, X, params):
+    """Training rows per second of one epoch of ``runner`` (library or bare loop)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # bf16 on a CPU without bf16 units warns
-        encoder.fit(X)
-    return len(X) / (time.perf_counter() - start)
+        seconds, samples, _ = runner(X, params, 1)
+    return samples / seconds
+
+
+def auto_precision(device):
+    """What ``precision="auto"`` resolves to on ``device``."""
+    X = np.zeros((4, 2), dtype=np.float32)
+    encoder = QMatchEncoder(precision="auto", hidden_sizes=(4,), embedding_dim=2,
+                            projection_sizes=(4, 2), queue_size=4, max_epochs=1,
+                            validation_fraction=None, device=device)
+    return encoder.fit(X).precision_
 
 
 def main(argv=None):
@@ -77,26 +86,37 @@ def main(argv=None):
         f"{torch.get_num_threads()} threads; "
         f"{args.rows:,} x {args.features} float32 rows ({args.imix_rows:,} for the paper's "
         "network), one epoch per fit, "
-        f"{args.repeats} interleaved repeats (median). `precision=\"auto\"` picks "
-        f"`{resolve_precision('auto', args.device)}` here.",
+        f"{args.repeats} interleaved repeats (median); the bare loop is "
+        "`benchmarks.throughput`'s. `precision=\"auto\"` picks "
+        f"`{auto_precision(args.device)}` here.",
         "",
         f"- `torch.mm` 2048 x 2048: float32 {peaks[torch.float32]:.1f} GFLOP/s, bfloat16 "
         f"{peaks[torch.bfloat16]:.1f} GFLOP/s (bf16 / fp32 = "
         f"{peaks[torch.bfloat16] / peaks[torch.float32]:.3f})",
         "",
-        "| network | 32-true samples/s | bf16-mixed samples/s | bf16 / fp32 |",
-        "| --- | ---: | ---: | ---: |",
+        "| network | precision | library samples/s | bare loop samples/s | library / bare "
+        "| library vs 32-true |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for name, params in NETWORKS.items():
-        runs = {precision: [] for precision in PRECISIONS}
-        rows = X[: args.imix_rows] if params else X
-        samples_per_second(rows[:128], params, "32-true", args.device)  # warm-up
+    runners = {"library": run_library, "bare": run_bare}
+    for name, network in NETWORKS.items():
+        rows = X[: args.imix_rows] if network else X
+        runs = {(p, r): [] for p in PRECISIONS for r in runners}
+        for runner in runners.values():  # warm-up
+            samples_per_second(runner, rows[:128], {**network, "device": args.device})
         for _ in range(args.repeats):
             for precision in PRECISIONS:
-                runs[precision].append(samples_per_second(rows, params, precision, args.device))
-        fp32, bf16 = (statistics.median(runs[p]) for p in PRECISIONS)
-        lines.append(f"| {name} | {fp32:,.0f} | {bf16:,.0f} | {bf16 / fp32:.2f} |")
-        print(lines[-1], flush=True)
+                params = {**network, "device": args.device, "precision": precision}
+                for r, runner in runners.items():
+                    runs[precision, r].append(samples_per_second(runner, rows, params))
+        speed = {key: statistics.median(values) for key, values in runs.items()}
+        for precision in PRECISIONS:
+            library, bare = speed[precision, "library"], speed[precision, "bare"]
+            lines.append(
+                f"| {name} | {precision} | {library:,.0f} | {bare:,.0f} | {library / bare:.2f} "
+                f"| {library / speed[PRECISIONS[0], 'library']:.2f} |"
+            )
+            print(lines[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "precision.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -248,8 +248,11 @@ def run_library(X, params, epochs):
 
 
 def run_bare(X, params, epochs):
-    """The same module, loss, optimiser and step as the library, in a plain loop."""
+    """The same module, loss, optimiser and step as the library, in a plain loop; with
+    ``params["precision"] == "bf16-mixed"`` the step's forward pass and loss run under
+    bfloat16 autocast, as a user would write it."""
     model = estimator(params, epochs)
+    bf16 = params.get("precision") == "bf16-mixed"
     device = params["device"]
     batch_size = model.batch_size
     # The seeds fit() draws: identical initial weights, queue, shuffles and corruption.
@@ -272,7 +275,8 @@ def run_bare(X, params, epochs):
         for begin in range(0, stop, batch_size):
             xb = shuffled[begin : begin + batch_size]
             module.train()
-            loss = module.loss(xb, generator)
+            with torch.autocast(torch.device(device).type, torch.bfloat16, enabled=bf16):
+                loss = module.loss(xb, generator)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
