@@ -24,6 +24,10 @@ row unlabeled, and held-out test rows. Contenders, each at its defaults:
   rows, then the ``logreg`` recipe on the embeddings of the labeled rows.
 - ``qmatch_clf``: ``QMatchClassifier(random_state=seed)`` on all preprocessed train rows,
   ``y = -1`` on the unlabeled ones (it pretrains its own encoder, then fine-tunes).
+- ``qmatch_hgb``: ``QMatchEncoder(passthrough=True, random_state=seed)`` fitted on all
+  preprocessed train rows, then the ``hgb`` recipe on the labeled rows' preprocessed
+  features beside their embedding: does the embedding help boosting where boosting is
+  the best raw contender?
 
 Preprocessing for every contender but ``hgb`` (``make_preprocessor``): numeric columns
 median-imputed and standardised, categorical ones most-frequent-imputed and one-hot
@@ -79,7 +83,7 @@ FIELDS = [
 ]
 KEY = ("table", "seed", "contender", "config")
 RAW = ("logreg", "hgb")  # the user's usual tools: "best raw contender" is the better one
-OURS = ("qmatch_lr", "qmatch_clf")
+OURS = ("qmatch_lr", "qmatch_clf", "qmatch_hgb")
 CONTENDERS = (*RAW, "tabnet", *OURS)
 #: ``--smoke``: tiny networks and 2-3 epochs, to test the harness end to end in seconds.
 SMOKE_ENCODER = {"hidden_sizes": (16,), "embedding_dim": 8, "projection_sizes": (16, 8),
@@ -167,12 +171,16 @@ def run_logreg(data, seed, smoke):
     return model.predict(data.Xp_test), details
 
 
-def run_hgb(data, seed, smoke):
+def boosting(data, seed):
+    """``HistGradientBoostingClassifier`` for the labeled rows of ``data``."""
     n_labeled = int(data.labeled.sum())
-    model = HistGradientBoostingClassifier(
+    return HistGradientBoostingClassifier(
         categorical_features="from_dtype", min_samples_leaf=max(1, n_labeled // 20),
         early_stopping=False, random_state=seed)
-    model.fit(data.X_train[data.labeled], data.y_train[data.labeled])
+
+
+def run_hgb(data, seed, smoke):
+    model = boosting(data, seed).fit(data.X_train[data.labeled], data.y_train[data.labeled])
     return model.predict(data.X_test), {"min_samples_leaf": model.min_samples_leaf}
 
 
@@ -222,6 +230,15 @@ def run_qmatch_lr(data, seed, smoke):
     return model.predict(encoder.transform(data.Xp_test)), details
 
 
+def run_qmatch_hgb(data, seed, smoke):
+    encoder = make_encoder(seed, smoke).set_params(passthrough=True).fit(data.Xp_train)
+    model = boosting(data, seed).fit(encoder.transform(data.Xp_train[data.labeled]),
+                                     data.y_train[data.labeled])
+    details = {"min_samples_leaf": model.min_samples_leaf,
+               "encoder_best_epoch": encoder.best_epoch_, "encoder_n_epochs": encoder.n_epochs_}
+    return model.predict(encoder.transform(data.Xp_test)), details
+
+
 def run_qmatch_clf(data, seed, smoke):
     classifier = QMatchClassifier(random_state=seed, **CLASSIFIER_PARAMS)
     if ENCODER_PARAMS:
@@ -237,7 +254,8 @@ def run_qmatch_clf(data, seed, smoke):
 
 
 RUNNERS = {"logreg": run_logreg, "hgb": run_hgb, "tabnet": run_tabnet,
-           "qmatch_lr": run_qmatch_lr, "qmatch_clf": run_qmatch_clf}
+           "qmatch_lr": run_qmatch_lr, "qmatch_clf": run_qmatch_clf,
+           "qmatch_hgb": run_qmatch_hgb}
 _EPOCH_FIELDS = ("encoder_best_epoch", "encoder_n_epochs", "head_best_epoch", "head_n_epochs")
 
 

@@ -149,13 +149,14 @@ def plot(path, tables, gaps, config):
     shown = [t for t in tables if any(not gaps[t, c].empty for c in (*OURS, "tabnet"))]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(shown) + 1.5))
     y = np.arange(len(shown))
-    styles = {"qmatch_lr": ("C0", -0.25), "qmatch_clf": ("C3", 0.0), "tabnet": ("gray", 0.25)}
+    styles = {"qmatch_lr": ("C0", -0.3), "qmatch_clf": ("C3", -0.1), "qmatch_hgb": ("C2", 0.1),
+              "tabnet": ("gray", 0.3)}
     for contender, (color, offset) in styles.items():
         mean = [gaps[t, contender].mean() if not gaps[t, contender].empty else np.nan
                 for t in shown]
         std = [gaps[t, contender].std(ddof=1) if len(gaps[t, contender]) > 1 else 0
                for t in shown]
-        ax.barh(y + offset, mean, height=0.25, xerr=std, color=color, label=contender,
+        ax.barh(y + offset, mean, height=0.2, xerr=std, color=color, label=contender,
                 error_kw={"lw": 0.8})
     ax.axvspan(-TOLERANCE, TOLERANCE, color="green", alpha=0.15, label="±0.5 points")
     ax.axvline(0, color="black", lw=0.8)
