@@ -199,6 +199,32 @@ def test_a_stand_in_configuration_takes_the_papers_values_and_column(harness, tm
     assert "200 pretext rows instead of the paper's 98,000" in readme
 
 
+def test_a_more_labels_configuration_is_reported_beside_the_papers_tables_1_to_3(
+        harness, tmp_path):
+    # covtype_15k (the paper's Table 2) runs with covtype_1p's tuned values and is
+    # reported in its own table, with Q-Match's paper numbers for both protocols, not in
+    # the 1% tables (Tables 4-5).
+    assert tuned_params("qmatch", "covtype_15k") == tuned_params("qmatch", "covtype_1p")
+    assert "covtype_15k" not in fewshot.parse_args([]).datasets  # the default: 1% only
+    out, command = harness
+    argv = command("qmatch", "logreg")
+    argv[argv.index("adult_1p")] = "covtype_15k"
+    fewshot.main(argv)
+    report.main(["--csv", str(out), "--out-dir", str(tmp_path)])
+    readme = (tmp_path / "README.md").read_text()
+    table = section(readme, "## The paper's Tables 1-3: more labels")
+    rows = {r["protocol"]: float(r["accuracy"]) for r in read_rows(out)}
+    for protocol, paper in (("linear", "73.79 ± 0.22"), ("finetune", "82.76 ± 0.07")):
+        line = next(line for line in table if "(`covtype_15k`)" in line
+                    and f"| {protocol} |" in line)
+        cells = line.strip("| ").split(" | ")
+        assert cells[0] == "2" and cells[3] == paper
+        assert cells[4] == f"{rows[protocol]:.2f} (1), not comparable"  # 200 pretext rows
+        assert cells[5] == f"LogisticRegression {rows['raw']:.2f} (1)"
+    assert "ours: 200 pretext / 20 labeled rows" in readme
+    assert "covtype_15k" not in readme.split("## The paper's Tables 1-3")[0]
+
+
 def test_report_lists_every_configuration_tried_for_qmatch(harness, tmp_path, monkeypatch):
     # Where Q-Match falls short, the report shows each configuration run (the tuned
     # values, a search) with its distance to the paper's number.
