@@ -249,7 +249,8 @@ def run_qmatch_clf(data, seed, smoke):
     encoder = classifier.encoder_
     details = {"encoder_best_epoch": encoder.best_epoch_, "encoder_n_epochs": encoder.n_epochs_,
                "head_best_epoch": classifier.best_epoch_, "head_n_epochs": classifier.n_epochs_,
-               "embedding_weight": classifier.embedding_weight_}
+               "embedding_weight": classifier.embedding_weight_,
+               "boosting_weight": classifier.boosting_weight_}
     return classifier.predict(data.Xp_test), details
 
 

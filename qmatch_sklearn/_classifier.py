@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.special import log_softmax
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
@@ -23,6 +24,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from skorch.history import History
 
+from ._boosting import MIN_BOOSTING_ROWS, fit_boosted_member, tree_log_proba
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet, TrainingResult
 from ._head import (
@@ -30,6 +32,7 @@ from ._head import (
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
+    pseudo_bma_weights,
     weigh_embedding_block,
 )
 from ._validation import check_features
@@ -40,11 +43,16 @@ UNLABELED = -1
 #: chosen by cross-validation on the labeled rows. The other heads
 #: (``_head.LINEAR``, ``_head.FINE_TUNED``) train with AdamW.
 LOGISTIC = "logistic"
+#: A boosted member weighed below this is dropped (its trees are not kept): it
+#: would move no probability by more than this.
+MIN_BOOSTING_WEIGHT = 1e-6
 
 
-def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_embedding=None):
+def fit_logistic_head_(
+    head, embeddings, targets, seed, sample_weight=None, n_embedding=None, inputs=None
+):
     """Set ``head`` to a logistic regression on ``embeddings``; a
-    :class:`TrainingResult` and the weight of the embedding block.
+    :class:`TrainingResult` and the head's fitted attributes.
 
     The regularisation C is chosen among scikit-learn's ten defaults by
     stratified cross-validation (log-loss) on the labeled rows, with as many
@@ -56,14 +64,27 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
     (:func:`~._head.weigh_embedding_block`). For two classes
     the regression's one score becomes the second logit and the first is 0,
     so the softmax equals its sigmoid.
+
+    With ``inputs`` (the labeled rows as the network reads them) and at least
+    ``MIN_BOOSTING_ROWS`` of them, gradient-boosted trees on ``inputs``
+    (:func:`~._boosting.fit_boosted_member`, on the same folds) are weighed
+    against the regressions by the same pseudo-Bayesian model averaging
+    (:func:`~._head.pseudo_bma_weights`): the predicted probabilities are
+    (1 - pi) softmax(head) + pi p_trees, pi the boosted member's weight, the
+    regressions keeping their relative weights.
+
+    The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
+    regressions), ``boosting_weight_`` (pi), ``boosted_trees_`` (the member's
+    trees as arrays, None when pi is 0 or under ``MIN_BOOSTING_WEIGHT``) and
+    ``boosting_temperature_``.
     """
     smallest = np.bincount(targets).min()
+    folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
 
     def fit(features):
         if smallest < 2:
             model = LogisticRegression(C=1.0, max_iter=1000)
         else:
-            folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
             model = LogisticRegressionCV(
                 cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
                 use_legacy_attributes=False, max_iter=1000,
@@ -75,7 +96,7 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
         return model, score
 
-    coef, intercept, weight = weigh_embedding_block(
+    coef, intercept, weight, log_likelihoods = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None
     )
     if coef.shape[0] == 1:
@@ -84,7 +105,20 @@ def fit_logistic_head_(head, embeddings, targets, seed, sample_weight=None, n_em
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    return TrainingResult(History(), 0, 0, None), weight
+    attributes = {**BaseHeadClassifier._head_attributes, "embedding_weight_": weight}
+    if inputs is not None and len(targets) >= MIN_BOOSTING_ROWS and smallest >= 2:
+        trees, temperature, log_likelihood = fit_boosted_member(
+            inputs, targets, folds, seed, sample_weight
+        )
+        boosting_weight = pseudo_bma_weights(
+            [*log_likelihoods, log_likelihood], len(targets)
+        )[-1]
+        if boosting_weight >= MIN_BOOSTING_WEIGHT:
+            attributes.update(
+                boosting_weight_=float(boosting_weight), boosted_trees_=trees,
+                boosting_temperature_=temperature,
+            )
+    return TrainingResult(History(), 0, 0, None), attributes
 
 
 def labeled_mask(y):
@@ -138,6 +172,10 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     }
     _monitors = {"loss": "valid_loss", "accuracy": "valid_acc"}
     _closed_form_head = LOGISTIC
+    _head_attributes = {
+        **BaseHeadEstimator._head_attributes,
+        "boosting_weight_": 0.0, "boosted_trees_": None, "boosting_temperature_": 1.0,
+    }
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
         """Fit on ``X``; rows whose label is -1 are unlabeled.
@@ -188,8 +226,12 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneNet, torch.nn.CrossEntropyLoss, {"classes": np.arange(n_outputs)}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight, n_embedding):
-        return fit_logistic_head_(head, embeddings, targets, seed, sample_weight, n_embedding)
+    def _fit_closed_form_head(
+        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding
+    ):
+        return fit_logistic_head_(
+            head, embeddings, targets, seed, sample_weight, n_embedding, inputs
+        )
 
     def _class_weights(self, targets, label_encoder):
         if self.class_weight is None:
@@ -233,7 +275,20 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return label_encoder.transform(y_val).astype(np.int64)
 
     def _logits(self, X):
-        return self._network_outputs(X)
+        """The network's logits, or with a boosted member (``boosted_trees_``)
+        the log of the mixture of its probabilities and the network's (see
+        :func:`fit_logistic_head_`): float32, softmax gives the probabilities."""
+        logits, X = self._network_outputs(X, return_rows=True)
+        if self.boosted_trees_ is None:
+            return logits
+        with np.errstate(divide="ignore"):  # log(1 - 1) = -inf: the trees alone
+            network = np.log1p(-self.boosting_weight_) + log_softmax(
+                logits.astype(np.float64), axis=1
+            )
+        trees = np.log(self.boosting_weight_) + tree_log_proba(
+            self.boosted_trees_, X, self.boosting_temperature_
+        )
+        return np.logaddexp(network, trees).astype(np.float32)
 
     def decision_function(self, X):
         """Compute the logits of the head; for two classes, the logit margin of ``classes_[1]``.
@@ -317,7 +372,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         chosen by cross-validation on the labeled rows (as
         ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``); beside the
         input features, an average of such regressions over weights of the
-        embedding block (``embedding_weight_``). Fine-tuning,
+        embedding block (``embedding_weight_``). From 50 labeled rows on,
+        gradient-boosted trees on the input features join that average as
+        one more member, weighed the same way (``boosting_weight_``).
+        Fine-tuning,
         or an AdamW head, on a few dozen labeled rows with nothing to stop
         them overfit (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
@@ -396,6 +454,20 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         averaging). Near 0 the head reads the input features alone (the
         embedding did not help on the labeled rows), near 1 the whole
         embedding. 1.0 otherwise.
+    boosting_weight_ : float
+        With the closed-form head of ``freeze_encoder="auto"`` and at least
+        50 labeled rows, the weight of the gradient-boosted member
+        (``HistGradientBoostingClassifier`` on the input features, its
+        log-odds divided by ``boosting_temperature_``) in the predicted
+        probabilities, (1 - w) softmax(network) + w trees, weighed against
+        the logistic regressions by cross-validated likelihood as they are
+        against each other. 0.0 otherwise (or when below 1e-6).
+    boosted_trees_ : dict of ndarray or None
+        The boosted member's trees as arrays (nodes, thresholds, leaf
+        values), None when ``boosting_weight_`` is 0.
+    boosting_temperature_ : float
+        The temperature fitted on the member's out-of-fold log-odds (1.0
+        without a member).
     device_ : str
         Device the network lives on.
     precision_ : str

@@ -58,6 +58,16 @@ LINEAR, FINE_TUNED = "linear", "fine-tuned"
 EMBEDDING_WEIGHTS = (1.0, 0.5, 0.0)
 
 
+def pseudo_bma_weights(log_likelihoods, n_rows):
+    """Pseudo-Bayesian-model-averaging weights of models from their mean
+    cross-validated log-likelihoods per row: p_k proportional to
+    exp(n_rows * log_likelihood_k) (Yao et al., 2018, "Using stacking to average
+    Bayesian predictive distributions", eq. 8)."""
+    evidence = n_rows * np.asarray(log_likelihoods, dtype=float)
+    p = np.exp(evidence - evidence.max())
+    return p / p.sum()
+
+
 def weigh_embedding_block(fit, features, n_embedding):
     """The closed-form head averaged over the weights of the embedding block.
 
@@ -66,22 +76,22 @@ def weigh_embedding_block(fit, features, n_embedding):
     ``features`` end with the ``n_embedding`` embedding columns (None: no input
     block to weigh them against, fit once). Each weight w_k of
     :data:`EMBEDDING_WEIGHTS` scales those columns and gives one head; the
-    heads' linear scores are averaged with the pseudo-Bayesian-model-averaging
-    weights p_k proportional to exp(n * log_likelihood_k), n the number of rows
-    (Yao et al., 2018, "Using stacking to average Bayesian predictive
-    distributions", eq. 8): a head on few labeled rows keeps the embedding
-    where it predicts held-out rows better, falls back to the input features
-    alone where it is noise, and does not stake everything on one noisy
-    choice. The average of linear heads is one linear head.
+    heads' linear scores are averaged with their pseudo-Bayesian-model-averaging
+    weights (:func:`pseudo_bma_weights`): a head on few labeled rows keeps the
+    embedding where it predicts held-out rows better, falls back to the input
+    features alone where it is noise, and does not stake everything on one
+    noisy choice. The average of linear heads is one linear head.
 
-    Returns ``(coef, intercept, weight)``: the averaged ``coef_`` of the
-    unscaled features (each head's embedding coefficients multiplied by its
-    w_k) and ``intercept_``, and the average weight sum_k p_k w_k of the
-    embedding block (1 when ``n_embedding`` is None).
+    Returns ``(coef, intercept, weight, log_likelihoods)``: the averaged
+    ``coef_`` of the unscaled features (each head's embedding coefficients
+    multiplied by its w_k) and ``intercept_``, the average weight sum_k p_k w_k
+    of the embedding block (1 when ``n_embedding`` is None), and the heads'
+    log-likelihoods (for weighing them against other members).
     """
     if n_embedding is None:
-        model = fit(features)[0]
-        return model.coef_.copy(), np.asarray(model.intercept_, dtype=float).copy(), 1.0
+        model, log_likelihood = fit(features)
+        coef, intercept = model.coef_.copy(), np.asarray(model.intercept_, dtype=float).copy()
+        return coef, intercept, 1.0, [log_likelihood]
     heads, log_likelihoods = [], []
     for weight in EMBEDDING_WEIGHTS:
         weighted = features.copy()
@@ -91,12 +101,10 @@ def weigh_embedding_block(fit, features, n_embedding):
         coef[..., coef.shape[-1] - n_embedding:] *= weight
         heads.append((coef, np.asarray(model.intercept_, dtype=float)))
         log_likelihoods.append(log_likelihood)
-    evidence = len(features) * np.asarray(log_likelihoods, dtype=float)
-    p = np.exp(evidence - evidence.max())
-    p /= p.sum()
+    p = pseudo_bma_weights(log_likelihoods, len(features))
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
-    return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS))
+    return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS)), log_likelihoods
 
 
 def _is_library_encoder(value):
@@ -169,9 +177,11 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     (``y_val``), ``_head_width`` and ``_n_network_outputs`` (the head's width
     at fit and once fitted), ``_net_spec`` (skorch net class, loss, extra net
     parameters), ``_closed_form_head`` with ``_fit_closed_form_head`` (the
-    head ``freeze_encoder="auto"`` fits without validation, returning the
-    training result and the embedding block's weight, see
-    :func:`weigh_embedding_block`), ``_monitors``
+    head ``freeze_encoder="auto"`` fits without validation, from the frozen
+    embeddings and the input rows, returning the training result and its
+    fitted attributes: the embedding block's weight, see
+    :func:`weigh_embedding_block`, and whatever else the task's head keeps;
+    ``_head_attributes`` gives them for the other heads), ``_monitors``
     (the history column early stopping watches for each ``scoring``) and
     ``_keep_targets`` (the fitted attributes that decode predictions).
     """
@@ -180,6 +190,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     _monitors = {"loss": "valid_loss"}
     #: The head kind fitted in closed form on the frozen embeddings.
     _closed_form_head = None
+    #: Fitted attributes of the closed-form head, and their values for the others.
+    _head_attributes = {"embedding_weight_": 1.0}
 
     def _network_skeleton(self):
         # the encoder network may be the user's (architecture=...): its output
@@ -237,10 +249,12 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         ]
         # Between a linear and a fine-tuned head, the better validation score wins.
         sign = 1 if self.scoring == "loss" else -1
-        result, frozen, network = min(
+        result, frozen, network, attributes = min(
             candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
         )
         keep_trained(self, network, result, device)
+        for name, value in attributes.items():
+            setattr(self, name, value)
         self.frozen_encoder_ = frozen
         self._shares_encoder_network = network[0] is encoder_network
         self._keep_targets(encoding)
@@ -249,7 +263,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     def _train_head(self, kind, encoder_network, embedding_dim, data):
         """Train one head of ``kind`` (``LINEAR``, ``FINE_TUNED`` or the task's
         closed-form head); its training result, whether the encoder stayed
-        frozen, and the network."""
+        frozen, the network and the head's fitted attributes."""
         frozen = kind != FINE_TUNED
         network = self._starting_network(encoder_network, frozen, data.device)
         with isolated_global_rng():
@@ -270,12 +284,11 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             network.requires_grad_(True)
             module = torch.nn.Sequential(network, head)
         if kind == self._closed_form_head:
-            result, self.embedding_weight_ = self._fit_closed_form_head(
-                head, features(data.X), data.targets, data.split_seed, data.weights,
+            result, attributes = self._fit_closed_form_head(
+                head, features(data.X), data.X, data.targets, data.split_seed, data.weights,
                 self._embedding_block(),
             )
-            return result, frozen, torch.nn.Sequential(network, head)
-        self.embedding_weight_ = 1.0
+            return result, frozen, torch.nn.Sequential(network, head), attributes
         train_rows, valid_rows = split_datasets(
             features(data.X), data.targets, data.train, data.valid, data.device, data.weights
         )
@@ -298,7 +311,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             lower_is_better=self.scoring == "loss",
             **net_params,
         )
-        return result, frozen, torch.nn.Sequential(network, head)
+        return result, frozen, torch.nn.Sequential(network, head), self._head_attributes
 
     def _embedding_block(self):
         """Width of the embedding block at the end of the head's input when it
@@ -359,12 +372,14 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             )
         return X_val, self._encode_validation_targets(y_val, encoding)
 
-    def _network_outputs(self, X):
-        """The network's float32 outputs for the rows ``X`` (checked as at fit)."""
+    def _network_outputs(self, X, return_rows=False):
+        """The network's float32 outputs for the rows ``X`` (checked as at fit),
+        and with ``return_rows`` the checked rows as the network read them."""
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
         check_missing_columns(self, X, self._fitted_with_missing())
-        return batched_forward(self.network_, X, self.device_, self._n_network_outputs())
+        outputs = batched_forward(self.network_, X, self.device_, self._n_network_outputs())
+        return (outputs, X) if return_rows else outputs
 
 
 #: Parameters of the estimators that start from a library encoder.

@@ -42,7 +42,8 @@ RIDGE_ALPHAS = np.logspace(-4, 4, 17)
 
 def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=None):
     """Set ``head`` to a ridge regression of ``targets`` on ``embeddings``; a
-    :class:`TrainingResult` and the weight of the embedding block.
+    :class:`TrainingResult` and the fitted attributes (``embedding_weight_``,
+    the weight of the embedding block).
 
     ``targets`` (n_samples, n_outputs) are standardised; alpha, one for all
     outputs, is chosen among ``RIDGE_ALPHAS`` by ``RidgeCV``'s efficient
@@ -61,11 +62,11 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
         mse = max(-model.best_score_, np.finfo(np.float64).tiny)
         return model, -0.5 * np.log(mse)
 
-    coef, intercept, weight = weigh_embedding_block(fit, embeddings, n_embedding)
+    coef, intercept, weight, _ = weigh_embedding_block(fit, embeddings, n_embedding)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    return TrainingResult(History(), 0, 0, None), weight
+    return TrainingResult(History(), 0, 0, None), {"embedding_weight_": weight}
 
 
 class _TargetScaling(NamedTuple):
@@ -202,7 +203,9 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     def _net_spec(self, n_outputs):
         return FineTuneRegressorNet, torch.nn.MSELoss, {}
 
-    def _fit_closed_form_head(self, head, embeddings, targets, seed, sample_weight, n_embedding):
+    def _fit_closed_form_head(
+        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding
+    ):
         return fit_ridge_head_(head, embeddings, targets, sample_weight, n_embedding)
 
     def _keep_targets(self, scaling):

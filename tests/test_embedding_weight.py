@@ -50,12 +50,13 @@ def test_heads_are_averaged_by_their_cross_validated_likelihood(log_likelihoods,
                                intercept_=np.array([weight]))
         return head, scores[weight]
 
-    coef, intercept, weight = weigh_embedding_block(fit, np.ones((n, 2), np.float32), 1)
+    coef, intercept, weight, scored = weigh_embedding_block(fit, np.ones((n, 2), np.float32), 1)
     p = pseudo_bma(log_likelihoods, n)
     w = np.asarray(EMBEDDING_WEIGHTS)
     np.testing.assert_allclose(coef, [[p @ (1 + w), p @ w]], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(intercept, [p @ w], rtol=1e-9, atol=1e-12)
     assert weight == pytest.approx(p @ w) and 0.0 <= weight <= 1.0
+    assert scored == log_likelihoods
 
 
 def test_a_far_better_head_takes_all_and_without_an_input_block_one_head_is_fitted():
@@ -64,7 +65,7 @@ def test_a_far_better_head_takes_all_and_without_an_input_block_one_head_is_fitt
         head = SimpleNamespace(coef_=np.array([[weight]]), intercept_=np.array([0.0]))
         return head, (0.0 if weight == 0.5 else -1.0)
 
-    coef, _, weight = weigh_embedding_block(fit, np.ones((100, 1), np.float32), 1)
+    coef, _, weight, _ = weigh_embedding_block(fit, np.ones((100, 1), np.float32), 1)
     assert weight == 0.5 and coef[0, 0] == 0.25
     assert weigh_embedding_block(fit, np.ones((100, 1), np.float32), None)[2] == 1.0
 
@@ -85,7 +86,10 @@ def test_the_logistic_head_ignores_a_noise_embedding_and_uses_an_informative_one
         features, y = rows(signal_in, seed)
         test_features, test_y = rows(signal_in, seed + 100, n=2000)
         head = torch.nn.Linear(features.shape[1], 2)
-        weights.append(fit_logistic_head_(head, features, y, seed, n_embedding=N_EMBEDDING)[1])
+        weights.append(
+            fit_logistic_head_(head, features, y, seed, n_embedding=N_EMBEDDING)[1][
+                "embedding_weight_"]
+        )
         ours.append(accuracy(head, test_features, test_y))
         inputs = LogisticRegressionCV(max_iter=1000).fit(features[:, :-N_EMBEDDING], y)
         alone.append(inputs.score(test_features[:, :-N_EMBEDDING], test_y))
@@ -100,7 +104,8 @@ def test_the_logistic_head_is_the_average_of_cross_validated_regressions():
     one per weight of the embedding block, on the same folds."""
     features, y = rows("input", seed=3)
     head = torch.nn.Linear(features.shape[1], 2)
-    _, weight = fit_logistic_head_(head, features, y, 3, n_embedding=N_EMBEDDING)
+    _, fitted = fit_logistic_head_(head, features, y, 3, n_embedding=N_EMBEDDING)
+    weight = fitted["embedding_weight_"]
     folds = StratifiedKFold(5, shuffle=True, random_state=3)
     margins, log_likelihoods = [], []
     for w in EMBEDDING_WEIGHTS:

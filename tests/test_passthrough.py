@@ -99,7 +99,8 @@ def test_the_balance_keeps_constant_columns_and_sparse_variances():
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):
-    """Without validation the head is logistic regression on what ``transform`` returns."""
+    """Without validation the head's network part is logistic regression on what
+    ``transform`` returns (a boosted member may join it: ``test_boosting.py``)."""
     X, y = wine
     y_partly = np.where(np.arange(len(y)) % 3 == 0, y, -1)
     encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=2))
@@ -107,4 +108,4 @@ def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform
     features = classifier.encoder_.transform(X)
     head = classifier.network_[1]
     logits = features @ head.weight.detach().numpy().T + head.bias.detach().numpy()
-    np.testing.assert_allclose(classifier.decision_function(X), logits, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(classifier._network_outputs(X), logits, rtol=1e-4, atol=1e-4)

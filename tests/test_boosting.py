@@ -1,0 +1,146 @@
+"""The boosted member of the few-label classifier head (``_boosting.py``)."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import log_softmax, softmax
+from sklearn.model_selection import StratifiedKFold
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, load, save
+from qmatch_sklearn._boosting import (
+    LOG_TEMPERATURE_BOUNDS,
+    MIN_BOOSTING_ROWS,
+    boosting_model,
+    export_trees,
+    fit_boosted_member,
+    tree_log_proba,
+)
+
+from .conftest import tiny_encoder_params
+
+
+def table(seed, n_rows=120, n_classes=2, missing=0.1, n_features=5):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n_rows, n_features))
+    y = (np.digitize(X[:, 0] * X[:, 1], [-0.5, 0.0, 0.5][: n_classes - 1])).astype(np.int64)
+    X[rng.rand(*X.shape) < missing] = np.nan
+    return X.astype(np.float32), y
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 4), st.sampled_from([0.0, 0.2]))
+def test_the_exported_trees_predict_what_the_boosting_does(seed, n_classes, missing):
+    X, y = table(seed, n_classes=n_classes, missing=missing)
+    model = boosting_model(len(y), seed).fit(X, y)
+    fresh, _ = table(seed + 1, n_rows=300, n_classes=n_classes, missing=missing)
+    log_proba = tree_log_proba(export_trees(model), fresh, 1.0)
+    np.testing.assert_allclose(np.exp(log_proba), model.predict_proba(fresh), atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.1, 10.0))
+def test_the_temperature_divides_the_log_odds(seed, temperature):
+    X, y = table(seed, n_classes=3)
+    model = boosting_model(len(y), seed).fit(X, y)
+    expected = log_softmax(model.decision_function(X) / temperature, axis=1)
+    np.testing.assert_allclose(tree_log_proba(export_trees(model), X, temperature), expected,
+                               atol=1e-10)
+
+
+def test_sparse_rows_give_the_dense_rows_probabilities():
+    X, y = table(0, missing=0.0)
+    X[np.abs(X) < 0.5] = 0.0
+    trees = export_trees(boosting_model(len(y), 0).fit(X, y))
+    np.testing.assert_allclose(tree_log_proba(trees, sp.csr_matrix(X), 2.0),
+                               tree_log_proba(trees, X, 2.0), atol=1e-12)
+
+
+def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
+    """Its log-likelihood: per fold, the mean log-probability of the held-out rows
+    under trees fitted on the others, divided by T; averaged over folds; T is where
+    that peaks."""
+    X, y = table(3, n_rows=150, n_classes=3)
+    folds = StratifiedKFold(5, shuffle=True, random_state=3)
+    trees, temperature, log_likelihood = fit_boosted_member(X, y, folds, 3)
+    assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
+
+    def score(t):
+        per_fold = []
+        for train, test in folds.split(X, y):
+            model = boosting_model(len(train), 3).fit(X[train], y[train])
+            log_proba = log_softmax(model.decision_function(X[test]) / t, axis=1)
+            per_fold.append(log_proba[np.arange(len(test)), y[test]].mean())
+        return np.mean(per_fold)
+
+    assert log_likelihood == pytest.approx(score(temperature), abs=1e-9)
+    assert score(temperature * 1.5) < log_likelihood and score(temperature / 1.5) < log_likelihood
+    whole = boosting_model(len(y), 3).fit(X, y)
+    np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)), whole.predict_proba(X),
+                               atol=1e-12)
+
+
+def semi_supervised(n_labeled, rule, seed=0, n_rows=900):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n_rows, 6)).astype(np.float32)
+    y = rule(X).astype(int)
+    y_semi = np.full(n_rows, -1)
+    y_semi[:n_labeled] = y[:n_labeled]
+    return X, y, y_semi
+
+
+def classifier():
+    return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2), passthrough=True),
+                            random_state=0, device="cpu")
+
+
+def xor(X):
+    return (X[:, 0] > 0) ^ (X[:, 1] > 0)
+
+
+def linear(X):
+    return X[:, 0] + X[:, 1] > 0
+
+
+def test_where_trees_predict_better_they_take_the_weight():
+    """An interaction no linear head can read: the member takes the weight and
+    the classifier reads the interaction on fresh rows."""
+    X, y, y_semi = semi_supervised(300, xor)
+    model = classifier().fit(X, y_semi)
+    assert model.boosting_weight_ > 0.9 and model.boosted_trees_ is not None
+    assert (model.predict(X[300:]) == y[300:]).mean() > 0.8
+
+
+def test_where_a_linear_head_predicts_better_the_trees_weigh_little():
+    X, y, y_semi = semi_supervised(300, linear)
+    model = classifier().fit(X, y_semi)
+    assert model.boosting_weight_ < 0.1
+    assert (model.predict(X[300:]) == y[300:]).mean() > 0.9
+
+
+def test_below_the_minimum_of_labeled_rows_no_member_is_tried():
+    X, _, y_semi = semi_supervised(MIN_BOOSTING_ROWS - 1, xor)
+    model = classifier().fit(X, y_semi)
+    assert model.boosting_weight_ == 0.0 and model.boosted_trees_ is None
+    assert model.boosting_temperature_ == 1.0
+
+
+def test_the_probabilities_are_the_weighted_mixture_and_survive_saving():
+    X, _, y_semi = semi_supervised(200, lambda X: np.digitize(X[:, 0] * X[:, 1], [-0.3, 0.3]))
+    X[np.random.RandomState(1).rand(*X.shape) < 0.05] = np.nan
+    model = classifier().fit(X, y_semi)
+    weight = model.boosting_weight_
+    assert 0.0 < weight <= 1.0
+    proba = model.predict_proba(X)
+    network = softmax(model._network_outputs(X).astype(np.float64), axis=1)
+    trees = np.exp(tree_log_proba(model.boosted_trees_, X, model.boosting_temperature_))
+    np.testing.assert_allclose(proba, (1 - weight) * network + weight * trees, atol=1e-6)
+    assert np.isfinite(model.decision_function(X)).all()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.safetensors")
+        save(model, path)
+        np.testing.assert_array_equal(load(path).predict_proba(X), proba)
