@@ -28,9 +28,14 @@ from ._version import __version__
 
 #: State key of the library version that wrote a pickle (or a :func:`save` file).
 VERSION_KEY = "_qmatch_sklearn_version"
-#: The safetensors header entry that marks a :func:`save` file, and its layout version.
+#: The safetensors header entry that marks a :func:`save` file, and its layout version
+#: (2: large numeric arrays among the attributes are tensors; version 1 files still load).
 FORMAT_NAME = "qmatch_sklearn"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+#: Numeric attribute arrays from this many elements on are stored as tensors, not in
+#: the JSON header (e.g. a classifier's boosted trees: safetensors caps the header).
+TENSOR_MIN_SIZE = 1024
 #: dtype kinds of weights: bool, signed and unsigned integers, floats.
 NUMERIC_KINDS = "biuf"
 
@@ -186,6 +191,10 @@ class _Writer:
         if isinstance(value, dict) and all(isinstance(key, str) for key in value):
             items = {key: self.value(item, _join(path, key)) for key, item in value.items()}
             return {"__type__": "dict", "items": items}
+        if (isinstance(value, np.ndarray) and value.dtype.kind in NUMERIC_KINDS
+                and value.size >= TENSOR_MIN_SIZE):
+            self.tensors[path] = np.ascontiguousarray(value)
+            return {"__type__": "tensor", "name": path}
         if isinstance(value, np.ndarray) and _is_json_array(value):
             return {
                 "__type__": "array",
@@ -261,6 +270,8 @@ class _Reader:
             return tuple(self.value(item, _join(path, i)) for i, item in enumerate(node["items"]))
         if kind == "dict":
             return {key: self.value(item, _join(path, key)) for key, item in node["items"].items()}
+        if kind == "tensor":
+            return self.tensors[node["name"]]
         if kind == "array":
             dtype = np.dtype(node["dtype"])
             return np.array(node["items"], dtype=dtype).reshape(node["shape"])
@@ -389,10 +400,10 @@ def load(path):
             f"{path} is not a file written by qmatch_sklearn.save ({error})."
         ) from error
     document = json.loads(metadata["document"])
-    if document["format_version"] != FORMAT_VERSION:
+    if document["format_version"] not in READABLE_VERSIONS:
         raise ValueError(
             f"{path} has format version {document['format_version']}; this qmatch_sklearn "
-            f"({__version__}) reads version {FORMAT_VERSION}."
+            f"({__version__}) reads versions {', '.join(map(str, READABLE_VERSIONS))}."
         )
     reader = _Reader(tensors, document["qmatch_sklearn_version"])
     return reader.estimator(document["estimator"], "")

@@ -33,6 +33,7 @@ from qmatch_sklearn import (
     load,
     save,
 )
+from qmatch_sklearn._persistence import TENSOR_MIN_SIZE
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -233,6 +234,38 @@ def _edit_document(path, edit):
     document = json.loads(metadata["document"])
     edit(document)
     save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
+
+
+def test_large_attribute_arrays_are_tensors_and_version_1_files_still_load(
+    fitted_encoder, tmp_path, monkeypatch
+):
+    """Numeric arrays of TENSOR_MIN_SIZE elements or more leave the JSON header
+    (safetensors caps it); a version-1 file, arrays in the header, loads the same."""
+    large = np.arange(TENSOR_MIN_SIZE, dtype=np.float64) / 3
+    monkeypatch.setattr(fitted_encoder, "notes_", {"large": large, "small": large[:3]},
+                        raising=False)
+    path = tmp_path / "encoder.safetensors"
+    save(fitted_encoder, path)
+    with safe_open(path, framework="numpy") as file:
+        names = set(file.keys())
+        document = json.loads(file.metadata()["document"])
+    notes = document["estimator"]["attributes"]["notes_"]["items"]
+    assert notes["large"] == {"__type__": "tensor", "name": "notes_.large"}
+    assert "notes_.large" in names and notes["small"]["__type__"] == "array"
+    np.testing.assert_array_equal(load(path).notes_["large"], large)
+
+    def as_version_1(document):
+        document["format_version"] = 1
+        document["estimator"]["attributes"]["notes_"]["items"]["large"] = {
+            "__type__": "array", "dtype": large.dtype.str, "shape": [len(large)],
+            "items": large.tolist(),
+        }
+
+    _edit_document(path, as_version_1)
+    np.testing.assert_array_equal(load(path).notes_["large"], large)
+    _edit_document(path, lambda document: document.update(format_version=99))
+    with pytest.raises(ValueError, match=r"format version 99; .* reads versions 1, 2"):
+        load(path)
 
 
 def test_load_refuses_classes_outside_the_library(fitted_encoder, tmp_path):
