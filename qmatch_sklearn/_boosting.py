@@ -8,18 +8,21 @@ cross-validated likelihood (pseudo-Bayesian model averaging, see
 :func:`~._classifier.fit_logistic_head_`): this module fits that member and
 evaluates it.
 
-The member is scikit-learn's ``HistGradientBoostingClassifier`` (NaN read natively,
-``min_samples_leaf`` scaled to the rows), its log-odds divided by a temperature
-fitted on out-of-fold predictions: boosting on few rows is overconfident, and an
-untempered member loses every likelihood comparison even where it classifies
-better. Once fitted, its trees are kept as plain arrays (:func:`export_trees`) and
+The member is scikit-learn's ``HistGradientBoostingClassifier`` (gradient
+boosting, Friedman, 2001, "Greedy function approximation: a gradient boosting
+machine"; NaN read natively, ``min_samples_leaf`` scaled to the rows), its log-odds
+divided by a temperature fitted on out-of-fold predictions (temperature scaling,
+Guo et al., 2017, "On calibration of modern neural networks", section 4.2):
+boosting on few rows is overconfident, and an untempered member loses every
+likelihood comparison even where it classifies better. It is tried on dense
+input only: densifying a wide sparse matrix would cost what keeping it sparse
+saves. Once fitted, its trees are kept as plain arrays (:func:`export_trees`) and
 evaluated here (:func:`tree_log_proba`), so that the fitted classifier stores
 numbers only and loads without unpickling anything.
 """
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.sparse import issparse
 from scipy.special import log_softmax
 from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -27,6 +30,9 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 #: out-of-fold likelihood is too noisy to weigh it by (on the few-label
 #: benchmark's attrition table, 14 labeled rows, it cost 5.8 points).
 MIN_BOOSTING_ROWS = 50
+#: A member weighed below this is dropped (its trees are not kept): it would
+#: move no probability by more than this.
+MIN_BOOSTING_WEIGHT = 1e-6
 #: Bounds of the log-temperature dividing the member's log-odds.
 LOG_TEMPERATURE_BOUNDS = (np.log(0.05), np.log(20.0))
 #: Rows evaluated at once by :func:`tree_log_proba` (memory: rows x trees indices).
@@ -42,21 +48,23 @@ def boosting_model(n_rows, seed):
     )
 
 
-def _logits(raw):
+def _class_log_odds(raw):
     """Per-class log-odds from the boosting's raw scores: one column (the
     log-odds of class 1 against class 0) becomes ``[0, raw]``."""
     return np.hstack([np.zeros_like(raw), raw]) if raw.shape[1] == 1 else raw
 
 
-def export_trees(model):
+def export_trees(model, columns):
     """A fitted ``HistGradientBoostingClassifier``'s trees as a dict of arrays.
 
     The nodes of every tree are concatenated (``feature``, ``threshold``,
     ``missing_left``, ``left``, ``right``, ``value``, ``is_leaf``; children
     indices point into the concatenation), ``roots`` is each tree's first node,
     ``output`` the raw-score column each tree adds to, ``baseline`` the raw
-    score before any tree. Only numeric splits occur: the member is fitted on
-    the library's numeric input (categorical columns one-hot encoded).
+    score before any tree. ``model`` was fitted on the input columns
+    ``columns``; ``feature`` indexes the whole input. Only numeric splits occur:
+    the member is fitted on the library's numeric input (categorical columns
+    one-hot encoded).
     """
     trees = [tree for iteration in model._predictors for tree in iteration]
     nodes = [tree.nodes for tree in trees]
@@ -67,7 +75,7 @@ def export_trees(model):
     offset = np.repeat(roots, sizes)
     flat = np.concatenate(nodes)
     return {
-        "feature": flat["feature_idx"].astype(np.int64),
+        "feature": np.asarray(columns, dtype=np.int64)[flat["feature_idx"]],
         "threshold": flat["num_threshold"].astype(np.float64),
         "missing_left": flat["missing_go_to_left"].astype(bool),
         "left": flat["left"].astype(np.int64) + offset,
@@ -80,21 +88,15 @@ def export_trees(model):
     }
 
 
-def _dense(X):
-    """``X`` (dense or a SciPy sparse matrix) as a float64 array."""
-    return np.asarray(X.toarray() if issparse(X) else X, dtype=np.float64)
-
-
 def _raw_scores(trees, X):
     """The boosting's raw scores of the rows ``X``: baseline plus, for each
     tree, the value of the leaf the row reaches (left when the feature is at
-    most the threshold, NaN going the way ``missing_left`` says); sparse rows
-    are densified a batch at a time."""
+    most the threshold, NaN going the way ``missing_left`` says)."""
     n_rows = X.shape[0]
     scores = np.tile(trees["baseline"], (n_rows, 1))
     for start in range(0, n_rows, ROWS_PER_BATCH):
         batch = slice(start, start + ROWS_PER_BATCH)
-        rows = _dense(X[batch])
+        rows = np.asarray(X[batch], dtype=np.float64)
         node = np.repeat(trees["roots"][:, None], len(rows), axis=1)
         while True:
             inner = ~trees["is_leaf"][node]
@@ -115,33 +117,49 @@ def _raw_scores(trees, X):
 def tree_log_proba(trees, X, temperature):
     """Log class probabilities of the boosted member: softmax of its per-class
     log-odds divided by ``temperature``; float64, shape (n_rows, n_classes)."""
-    return log_softmax(_logits(_raw_scores(trees, X)) / temperature, axis=1)
+    return log_softmax(_class_log_odds(_raw_scores(trees, X)) / temperature, axis=1)
 
 
 def _mean_log_likelihood(log_proba, targets, weights):
     return np.average(log_proba[np.arange(len(targets)), targets], weights=weights)
 
 
+def _fit_trees(X, targets, weights, seed):
+    """The boosting fitted on the columns of ``X`` observed (not NaN) in a row
+    of positive weight, which it can bin; ``(model, columns)``, or None when
+    no column is."""
+    observed = ~np.isnan(X[weights > 0]).all(axis=0)
+    columns = np.flatnonzero(observed)
+    if not len(columns):
+        return None
+    model = boosting_model(len(targets), seed).fit(
+        X[:, columns], targets, sample_weight=weights
+    )
+    return model, columns
+
+
 def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
-    """Fit the boosted member on the labeled rows; ``(trees, temperature,
-    log_likelihood)``.
+    """Fit the boosted member on the dense labeled rows ``X``; ``(trees,
+    temperature, log_likelihood)``, or None when some fit has no column to
+    split on (every value missing).
 
     ``folds`` (a scikit-learn splitter, the same as the logistic heads') gives
-    out-of-fold log-odds for every row (``X`` is densified: the labeled rows
-    of a few-label head are few); the temperature T maximises their
+    out-of-fold log-odds for every row; the temperature T maximises their
     likelihood, and ``log_likelihood`` is the mean over folds of the rows' mean
     log-likelihood at T (weighted by ``sample_weight``), the score the
     logistic heads are weighed by. The trees are then fitted on every row.
     """
-    X, n_rows = _dense(X), len(targets)
+    n_rows = len(targets)
     weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
     out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
     splits = list(folds.split(X, targets))
     for train, test in splits:
-        model = boosting_model(len(train), seed).fit(
-            X[train], targets[train], sample_weight=weights[train]
-        )
-        out_of_fold[test] = _logits(model.decision_function(X[test]).reshape(len(test), -1))
+        fitted = _fit_trees(X[train], targets[train], weights[train], seed)
+        if fitted is None:
+            return None
+        model, columns = fitted
+        raw = model.decision_function(X[test][:, columns]).reshape(len(test), -1)
+        out_of_fold[test] = _class_log_odds(raw)
 
     def negative_log_likelihood(log_temperature):
         log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)
@@ -153,5 +171,6 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
     best = minimize_scalar(
         negative_log_likelihood, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded"
     )
-    model = boosting_model(n_rows, seed).fit(X, targets, sample_weight=weights)
-    return export_trees(model), float(np.exp(best.x)), -float(best.fun)
+    # every column observed in a fold's training part is observed in all the rows
+    trees = export_trees(*_fit_trees(X, targets, weights, seed))
+    return trees, float(np.exp(best.x)), -float(best.fun)

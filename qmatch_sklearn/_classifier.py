@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.sparse import issparse
 from scipy.special import log_softmax
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -24,7 +25,12 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from skorch.history import History
 
-from ._boosting import MIN_BOOSTING_ROWS, fit_boosted_member, tree_log_proba
+from ._boosting import (
+    MIN_BOOSTING_ROWS,
+    MIN_BOOSTING_WEIGHT,
+    fit_boosted_member,
+    tree_log_proba,
+)
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet, TrainingResult
 from ._head import (
@@ -43,9 +49,6 @@ UNLABELED = -1
 #: chosen by cross-validation on the labeled rows. The other heads
 #: (``_head.LINEAR``, ``_head.FINE_TUNED``) train with AdamW.
 LOGISTIC = "logistic"
-#: A boosted member weighed below this is dropped (its trees are not kept): it
-#: would move no probability by more than this.
-MIN_BOOSTING_WEIGHT = 1e-6
 
 
 def fit_logistic_head_(
@@ -65,8 +68,9 @@ def fit_logistic_head_(
     the regression's one score becomes the second logit and the first is 0,
     so the softmax equals its sigmoid.
 
-    With ``inputs`` (the labeled rows as the network reads them) and at least
-    ``MIN_BOOSTING_ROWS`` of them, gradient-boosted trees on ``inputs``
+    With dense ``inputs`` (the labeled rows as the network reads them), at
+    least ``MIN_BOOSTING_ROWS`` of them and two in every class, gradient-boosted
+    trees on ``inputs``
     (:func:`~._boosting.fit_boosted_member`, on the same folds) are weighed
     against the regressions by the same pseudo-Bayesian model averaging
     (:func:`~._head.pseudo_bma_weights`): the predicted probabilities are
@@ -76,10 +80,13 @@ def fit_logistic_head_(
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
     regressions), ``boosting_weight_`` (pi), ``boosted_trees_`` (the member's
     trees as arrays, None when pi is 0 or under ``MIN_BOOSTING_WEIGHT``) and
-    ``boosting_temperature_``.
+    ``boosting_temperature_``; without a member, those of
+    ``BaseHeadClassifier._head_attributes``.
     """
     smallest = np.bincount(targets).min()
-    folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+    folds = None
+    if smallest >= 2:
+        folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
 
     def fit(features):
         if smallest < 2:
@@ -106,10 +113,12 @@ def fit_logistic_head_(
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
     attributes = {**BaseHeadClassifier._head_attributes, "embedding_weight_": weight}
-    if inputs is not None and len(targets) >= MIN_BOOSTING_ROWS and smallest >= 2:
-        trees, temperature, log_likelihood = fit_boosted_member(
-            inputs, targets, folds, seed, sample_weight
-        )
+    member = None
+    tried = inputs is not None and not issparse(inputs) and folds is not None
+    if tried and len(targets) >= MIN_BOOSTING_ROWS:
+        member = fit_boosted_member(inputs, targets, folds, seed, sample_weight)
+    if member is not None:
+        trees, temperature, log_likelihood = member
         boosting_weight = pseudo_bma_weights(
             [*log_likelihoods, log_likelihood], len(targets)
         )[-1]
@@ -291,7 +300,11 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return np.logaddexp(network, trees).astype(np.float32)
 
     def decision_function(self, X):
-        """Compute the logits of the head; for two classes, the logit margin of ``classes_[1]``.
+        """Compute the logits; for two classes, the logit margin of ``classes_[1]``.
+
+        The logits are the head's, or with a boosted member
+        (``boosting_weight_`` > 0) the logs of the mixed probabilities: their
+        softmax is ``predict_proba`` either way.
 
         Parameters
         ----------

@@ -201,6 +201,13 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             torch.nn.Linear(self._embedding_dim(), self._n_network_outputs()),
         )
 
+    def __setstate__(self, state):
+        # a model fitted before one of the head's attributes existed (saved by an
+        # earlier version) gets its default: it predicts as its head did
+        if "network_" in state:
+            state = {**self._head_attributes, **state}
+        super().__setstate__(state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -311,7 +318,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             lower_is_better=self.scoring == "loss",
             **net_params,
         )
-        return result, frozen, torch.nn.Sequential(network, head), self._head_attributes
+        return result, frozen, torch.nn.Sequential(network, head), dict(self._head_attributes)
 
     def _embedding_block(self):
         """Width of the embedding block at the end of the head's input when it

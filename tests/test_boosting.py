@@ -1,17 +1,25 @@
 """The boosted member of the few-label classifier head (``_boosting.py``)."""
 
 import os
+import pickle
 import tempfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import skops.io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import log_softmax, softmax
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, load, save
+from qmatch_sklearn import (
+    InconsistentVersionWarning,
+    QMatchClassifier,
+    QMatchEncoder,
+    load,
+    save,
+)
 from qmatch_sklearn._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MIN_BOOSTING_ROWS,
@@ -38,7 +46,7 @@ def test_the_exported_trees_predict_what_the_boosting_does(seed, n_classes, miss
     X, y = table(seed, n_classes=n_classes, missing=missing)
     model = boosting_model(len(y), seed).fit(X, y)
     fresh, _ = table(seed + 1, n_rows=300, n_classes=n_classes, missing=missing)
-    log_proba = tree_log_proba(export_trees(model), fresh, 1.0)
+    log_proba = tree_log_proba(export_trees(model, np.arange(X.shape[1])), fresh, 1.0)
     np.testing.assert_allclose(np.exp(log_proba), model.predict_proba(fresh), atol=1e-12)
 
 
@@ -48,16 +56,23 @@ def test_the_temperature_divides_the_log_odds(seed, temperature):
     X, y = table(seed, n_classes=3)
     model = boosting_model(len(y), seed).fit(X, y)
     expected = log_softmax(model.decision_function(X) / temperature, axis=1)
-    np.testing.assert_allclose(tree_log_proba(export_trees(model), X, temperature), expected,
-                               atol=1e-10)
+    trees = export_trees(model, np.arange(X.shape[1]))
+    np.testing.assert_allclose(tree_log_proba(trees, X, temperature), expected, atol=1e-10)
 
 
-def test_sparse_rows_give_the_dense_rows_probabilities():
-    X, y = table(0, missing=0.0)
-    X[np.abs(X) < 0.5] = 0.0
-    trees = export_trees(boosting_model(len(y), 0).fit(X, y))
-    np.testing.assert_allclose(tree_log_proba(trees, sp.csr_matrix(X), 2.0),
-                               tree_log_proba(trees, X, 2.0), atol=1e-12)
+def test_a_column_never_observed_is_left_out_and_the_others_keep_their_index():
+    """A column all NaN among the labeled rows (or among one fold's) cannot be
+    binned: the trees split on the others, indexed in the whole input."""
+    X, y = table(4, n_rows=150, missing=0.0)
+    X = np.c_[np.full(len(y), np.nan, np.float32), X]
+    X[:20, 2] = np.nan  # missing in the training part of a fold, or more
+    folds = StratifiedKFold(5, shuffle=False)
+    trees, _, log_likelihood = fit_boosted_member(X, y, folds, 0)
+    assert np.isfinite(log_likelihood) and 0 not in set(trees["feature"][~trees["is_leaf"]])
+    reference = boosting_model(len(y), 0).fit(X[:, 1:], y)
+    np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
+                               reference.predict_proba(X[:, 1:]), atol=1e-12)
+    assert fit_boosted_member(np.full_like(X, np.nan), y, folds, 0) is None
 
 
 def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
@@ -144,3 +159,36 @@ def test_the_probabilities_are_the_weighted_mixture_and_survive_saving():
         path = os.path.join(folder, "model.safetensors")
         save(model, path)
         np.testing.assert_array_equal(load(path).predict_proba(X), proba)
+        skops.io.dump(model, os.path.join(folder, "model.skops"))
+        restored = skops.io.load(os.path.join(folder, "model.skops"),
+                                 trusted=skops.io.get_untrusted_types(
+                                     file=os.path.join(folder, "model.skops")))
+        np.testing.assert_array_equal(restored.predict_proba(X), proba)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict_proba(X), proba)
+
+
+def test_a_model_saved_before_the_member_existed_predicts_as_its_head_did():
+    X, _, y_semi = semi_supervised(MIN_BOOSTING_ROWS - 1, xor)
+    model = classifier().fit(X, y_semi)
+    state = model.__getstate__()
+    for name in ("boosting_weight_", "boosted_trees_", "boosting_temperature_"):
+        del state[name]
+    old = QMatchClassifier.__new__(QMatchClassifier)
+    with pytest.warns(InconsistentVersionWarning):
+        old.__setstate__({**state, "_qmatch_sklearn_version": "0.0.1"})
+    np.testing.assert_array_equal(old.predict_proba(X), model.predict_proba(X))
+
+
+def test_one_labeled_row_of_a_class_or_sparse_input_tries_no_member():
+    """C=1 without folds when a class has a single row; no densified copy of a
+    sparse matrix: the head is the logistic regression alone."""
+    X, y, _ = semi_supervised(300, lambda X: np.digitize(X[:, 0] * X[:, 1], [-0.3, 0.3]))
+    y_semi = np.full(len(y), -1)
+    y_semi[:120] = np.where(y[:120] == 2, 1, y[:120])
+    y_semi[120] = 2  # the only labeled row of class 2
+    model = classifier().fit(X, y_semi)
+    assert model.boosting_weight_ == 0.0 and model.boosted_trees_ is None
+    assert np.isfinite(model.predict_proba(X)).all()
+    y_semi[120] = 1
+    sparse = classifier().fit(sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X)), y_semi)
+    assert sparse.boosted_trees_ is None
