@@ -201,10 +201,11 @@ def write_report(csv_path, out_dir, data_home=None):
     for config in configs:
         part = frame[frame["config"] == config]
         commits = ", ".join(dict.fromkeys(part["commit"]))
-        # logreg, hgb and tabnet do not depend on the library's configuration: one
-        # that re-ran only our contenders is compared with their rows of another run
+        # logreg, hgb and tabnet do not depend on the library's configuration: a table
+        # on which one re-ran only our contenders is compared with their rows of another run
+        measured = pd.MultiIndex.from_frame(part[["table", "contender"]])
         others = frame[~frame["contender"].isin(OURS)
-                       & ~frame["contender"].isin(part["contender"])]
+                       & ~pd.MultiIndex.from_frame(frame[["table", "contender"]]).isin(measured)]
         part = pd.concat([part, others.drop_duplicates(["table", "seed", "contender"])])
         tables, rows, means, gaps = summary(part)
         mean, complete = mean_row(tables, means, gaps)
