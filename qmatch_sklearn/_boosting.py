@@ -66,10 +66,7 @@ def export_trees(model, columns):
     the member is fitted on the library's numeric input (categorical columns
     one-hot encoded).
     """
-    trees = [tree for iteration in model._predictors for tree in iteration]
-    nodes = [tree.nodes for tree in trees]
-    if any(node["is_categorical"].any() for node in nodes):
-        raise ValueError("The boosted member was fitted with categorical splits.")
+    nodes = [tree.nodes for iteration in model._predictors for tree in iteration]
     sizes = np.array([len(node) for node in nodes])
     roots = np.r_[0, np.cumsum(sizes)[:-1]]
     offset = np.repeat(roots, sizes)
@@ -98,11 +95,12 @@ def _raw_scores(trees, X):
         batch = slice(start, start + ROWS_PER_BATCH)
         rows = np.asarray(X[batch], dtype=np.float64)
         node = np.repeat(trees["roots"][:, None], len(rows), axis=1)
+        row = np.arange(len(rows))[None, :]
         while True:
             inner = ~trees["is_leaf"][node]
             if not inner.any():
                 break
-            value = rows[np.arange(len(rows))[None, :], trees["feature"][node]]
+            value = rows[row, trees["feature"][node]]
             goes_left = np.where(
                 np.isnan(value), trees["missing_left"][node], value <= trees["threshold"][node]
             )

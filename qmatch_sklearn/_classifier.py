@@ -80,8 +80,8 @@ def fit_logistic_head_(
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
     regressions), ``boosting_weight_`` (pi), ``boosted_trees_`` (the member's
     trees as arrays, None when pi is 0 or under ``MIN_BOOSTING_WEIGHT``) and
-    ``boosting_temperature_``; without a member, those of
-    ``BaseHeadClassifier._head_attributes``.
+    ``boosting_temperature_``; without a member, only ``embedding_weight_``
+    (the others keep their ``BaseHeadClassifier._head_attributes`` defaults).
     """
     smallest = np.bincount(targets).min()
     folds = None
@@ -112,7 +112,7 @@ def fit_logistic_head_(
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    attributes = {**BaseHeadClassifier._head_attributes, "embedding_weight_": weight}
+    attributes = {"embedding_weight_": weight}
     member = None
     tried = inputs is not None and not issparse(inputs) and folds is not None
     if tried and len(targets) >= MIN_BOOSTING_ROWS:

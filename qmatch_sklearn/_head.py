@@ -190,7 +190,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     _monitors = {"loss": "valid_loss"}
     #: The head kind fitted in closed form on the frozen embeddings.
     _closed_form_head = None
-    #: Fitted attributes of the closed-form head, and their values for the others.
+    #: Fitted attributes of the closed-form head, and their values where it does not set
+    #: them (the other heads; models saved before an attribute existed).
     _head_attributes = {"embedding_weight_": 1.0}
 
     def _network_skeleton(self):
@@ -260,7 +261,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
         )
         keep_trained(self, network, result, device)
-        for name, value in attributes.items():
+        for name, value in {**self._head_attributes, **attributes}.items():
             setattr(self, name, value)
         self.frozen_encoder_ = frozen
         self._shares_encoder_network = network[0] is encoder_network
@@ -270,7 +271,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     def _train_head(self, kind, encoder_network, embedding_dim, data):
         """Train one head of ``kind`` (``LINEAR``, ``FINE_TUNED`` or the task's
         closed-form head); its training result, whether the encoder stayed
-        frozen, the network and the head's fitted attributes."""
+        frozen, the network and the fitted attributes it sets (the others keep
+        their ``_head_attributes`` defaults)."""
         frozen = kind != FINE_TUNED
         network = self._starting_network(encoder_network, frozen, data.device)
         with isolated_global_rng():
@@ -318,7 +320,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             lower_is_better=self.scoring == "loss",
             **net_params,
         )
-        return result, frozen, torch.nn.Sequential(network, head), dict(self._head_attributes)
+        return result, frozen, torch.nn.Sequential(network, head), {}
 
     def _embedding_block(self):
         """Width of the embedding block at the end of the head's input when it
