@@ -131,3 +131,13 @@ def decay_groups(module, weight_decay):
         {"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
         {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0},
     ]
+
+
+def adamw(module, estimator):
+    """AdamW over ``decay_groups`` at the estimator's learning rate, with the fused
+    kernel where this torch runs it on the module's device (as the library does)."""
+    groups = decay_groups(module, estimator.weight_decay)
+    try:
+        return torch.optim.AdamW(groups, lr=estimator.lr, fused=True)
+    except (RuntimeError, ValueError):  # no fused kernel for this device in this torch
+        return torch.optim.AdamW(groups, lr=estimator.lr)

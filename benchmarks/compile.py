@@ -39,9 +39,7 @@ def make_step(params, n_features, compiled, device):
     if compiled:
         for name in ("encoder", "projector", "teacher"):
             setattr(module, name, torch.compile(getattr(module, name)))
-    optimizer = torch.optim.AdamW(
-        _bare_qmatch.decay_groups(module, estimator.weight_decay), lr=estimator.lr
-    )
+    optimizer = _bare_qmatch.adamw(module, estimator)
     generator = torch.Generator(device).manual_seed(0)
 
     def step(batch):

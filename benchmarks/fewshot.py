@@ -260,13 +260,19 @@ def describe(estimator):
 
 
 def cpu_model():
-    """The CPU's model name (``/proc/cpuinfo``), or the platform's machine type."""
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's machine type; with its
+    bf16 matrix units in brackets where it has them (machines of one model name differ)."""
     cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    if not cpuinfo.exists():
+        return platform.processor() or platform.machine()
+    lines = cpuinfo.read_text().splitlines()
+    name = next((line.split(":", 1)[1].strip() for line in lines
+                 if line.startswith("model name")), platform.machine())
+    flags = next((line.split(":", 1)[1].split() for line in lines
+                  if line.startswith("flags")), [])
+    units = [unit for flag, unit in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
+             if flag in flags]
+    return f"{name} ({', '.join(units)})" if units else name
 
 
 def machine_description(budget):

@@ -261,9 +261,7 @@ def run_bare(X, params, epochs):
     start = time.perf_counter()
     data = torch.as_tensor(X, device=device)
     module = _bare_qmatch.build(model, data.shape[1], init_seed).to(device)
-    optimizer = torch.optim.AdamW(
-        _bare_qmatch.decay_groups(module, model.weight_decay), lr=model.lr
-    )
+    optimizer = _bare_qmatch.adamw(module, model)
     generator = torch.Generator(device).manual_seed(data_seed)
     n = len(data)
     stop = trained_rows_per_epoch(n, batch_size)

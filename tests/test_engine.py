@@ -186,3 +186,26 @@ def test_a_fit_from_host_batches_equals_one_from_device_data(X, monkeypatch):
     monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
     from_host = QMatchEncoder(**params).fit(X).transform(X)
     np.testing.assert_allclose(from_host, on_device, rtol=1e-5, atol=1e-5)
+
+
+def test_adamw_steps_with_the_fused_kernel_where_torch_has_one(X, monkeypatch):
+    """The optimiser is AdamW's fused kernel where this torch runs it (the CPU from torch
+    2.4 on); without it, the for-loop step trains the same network up to rounding."""
+    expected = _engine.fused_adamw_runs_on("cpu")  # probed (and cached) before the spy
+    made = []
+
+    class RecordingAdamW(torch.optim.AdamW):
+        def __init__(self, *args, **kwargs):
+            made.append(kwargs["fused"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
+    params = tiny_encoder_params(max_epochs=1, validation_fraction=None, random_state=0)
+    fused = QMatchEncoder(**params).fit(X)
+    assert made == [expected]
+    monkeypatch.setattr(_engine, "fused_adamw_runs_on", lambda device_type: False)
+    looped = QMatchEncoder(**params).fit(X)
+    assert made[-1] is False
+    # a gradient entry near zero can flip the sign of its ~lr-sized first Adam update
+    difference = np.abs(fused.transform(X) - looped.transform(X))
+    assert difference.mean() < 1e-3 and difference.max() < 1e-2
