@@ -8,6 +8,7 @@ from torch import nn
 
 from qmatch_sklearn._corruption import vime_corruption
 from qmatch_sklearn._ema import ema_update_
+from qmatch_sklearn._engine import all_finite
 from qmatch_sklearn._queue import EmbeddingQueue
 from qmatch_sklearn.methods.qmatch import distribution_matching_loss
 
@@ -135,3 +136,22 @@ def test_corruption_extremes_and_determinism():
     torch.testing.assert_close(shuffled.sort(dim=0).values, x.sort(dim=0).values)
     again, _ = vime_corruption(x, 1.0, torch.Generator().manual_seed(0))
     assert torch.equal(shuffled, again)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    shapes=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=4),
+    bad=st.lists(st.sampled_from([np.nan, np.inf, -np.inf]), max_size=3),
+    seed=st.integers(0, 2**16),
+)
+def test_all_finite_agrees_with_isfinite(shapes, bad, seed):
+    """The divergence guard's check, one norm per tensor, against an entry-wise test
+    (finite entries up to 1e18 in size; past about 1e19 their squares overflow)."""
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.standard_normal(shape) * 10.0 ** rng.integers(-30, 18)).astype(np.float32)
+              for shape in shapes]
+    for value in bad:
+        array = arrays[rng.integers(len(arrays))]
+        array.flat[rng.integers(array.size)] = value
+    expected = all(np.isfinite(a).all() for a in arrays)
+    assert all_finite([torch.from_numpy(a) for a in arrays]) is expected
