@@ -36,9 +36,9 @@ from .fewshot import cpu_model
 from .throughput import run_bare, run_library
 
 RESULTS = Path(__file__).parent / "results"
-#: name -> encoder parameters: the default network and the paper's i-Mix network
+#: name -> encoder parameters: the default network and the paper's i-Mix network (which
+#: trains on fewer rows, --imix-rows: a 63M-parameter student on a CPU)
 NETWORKS = {"default (mlp 512-512)": {}, "paper (imix)": {"architecture": "imix"}}
-#: the paper's network trains on fewer rows (--imix-rows): a 63M-parameter student on a CPU
 PRECISIONS = ("32-true", "bf16-mixed")
 
 
