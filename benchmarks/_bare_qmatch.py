@@ -9,6 +9,7 @@ checks the losses of whole runs). VIME corruption only (the default
 ``corruption_type``).
 """
 
+import contextlib
 import copy
 
 import numpy as np
@@ -95,17 +96,30 @@ class BareQMatch(nn.Module):
         self.teacher = copy.deepcopy(nn.Sequential(self.encoder, self.projector))
         self.teacher.requires_grad_(False)
 
-    def loss(self, x, generator):
-        """The Q-Match loss of a batch; remembers the teacher's embeddings for ``after_step``."""
+    def loss(self, x, generator, float32_loss=True):
+        """The Q-Match loss of a batch; remembers the teacher's embeddings for ``after_step``.
+
+        Under autocast the networks run in the lower precision; with ``float32_loss`` the
+        loss (the queue's logits and softmax) and the queue's new rows are computed in
+        float32 from the float32-cast projections, as the library does (issue #17's rule),
+        else in whatever precision autocast gives them."""
         student_view = _vime(x, self.params["student_corruption"], generator)
         teacher_view = _vime(x, self.params["teacher_corruption"], generator)
-        student = F.normalize(self.projector(self.encoder(student_view)), dim=1)
+        student = self.projector(self.encoder(student_view))
         with torch.no_grad():
-            self.last_teacher = F.normalize(self.teacher(teacher_view), dim=1)
-        teacher = F.normalize(self.last_teacher, dim=1)
-        targets = (teacher @ self.queue.T / self.params["teacher_temperature"]).softmax(dim=1)
-        log_p = (student @ self.queue.T / self.params["student_temperature"]).log_softmax(dim=1)
-        return -(targets * log_p).sum(dim=1).mean()
+            teacher = self.teacher(teacher_view)
+        precision = contextlib.nullcontext()
+        if float32_loss:
+            student, teacher = student.float(), teacher.float()
+            precision = torch.autocast(x.device.type, enabled=False)
+        with precision:
+            student = F.normalize(student, dim=1)
+            self.last_teacher = F.normalize(teacher, dim=1)
+            teacher = F.normalize(self.last_teacher, dim=1)
+            targets = (teacher @ self.queue.T / self.params["teacher_temperature"]).softmax(dim=1)
+            log_p = (student @ self.queue.T / self.params["student_temperature"]).log_softmax(
+                dim=1)
+            return -(targets * log_p).sum(dim=1).mean()
 
     @torch.no_grad()
     def after_step(self):

@@ -1,10 +1,13 @@
 """Training speed by ``precision``: float32 against bf16 autocast, and matmul peaks (issue #17).
 
 In one run on the same rows: ``QMatchEncoder(precision=...).fit(X)`` (``--epochs`` epochs,
-no validation) and the bare torch loop of the same network (``benchmarks.throughput``'s, under
-bfloat16 autocast for bf16) for each network (the default ``"mlp"`` and the paper's
-``"imix"``) and each precision (``"32-true"``, ``"bf16-mixed"``), in interleaved repeats,
-reporting the median samples/s, library / bare and the bf16 / fp32 ratio; and ``torch.mm``
+no validation) and the bare torch loop of the same network (``benchmarks.throughput``'s, its
+networks under bfloat16 autocast for bf16) for each network (the default ``"mlp"`` and the
+paper's ``"imix"``) and each precision (``"32-true"``, ``"bf16-mixed"``), in interleaved
+repeats, reporting the median samples/s, library / bare and the bf16 / fp32 ratio. The bare
+loop computes the loss in float32 as the library does (the queue's softmax at temperatures of
+0.1 and below, issue #17's rule); in bf16 a second bare loop that leaves the loss to autocast
+too shows what that rule costs. And ``torch.mm``
 of two 2048 x 2048 matrices in float32 and in bfloat16 (best of three), the hardware's
 ratio that autocast can at most approach. What ``precision="auto"`` picks on the machine is
 reported too. Timings beside other work mean nothing: run it on an idle machine.
@@ -22,6 +25,7 @@ ran 1.8x).
 """
 
 import argparse
+import functools
 import statistics
 import time
 import warnings
@@ -104,25 +108,31 @@ def main(argv=None):
         f"{peaks[torch.bfloat16] / peaks[torch.float32]:.3f})",
         "",
         "| network | precision | library samples/s | bare loop samples/s | library / bare "
-        "| library vs 32-true |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| bare loop, loss under autocast too | library vs 32-true |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    runners = {"library": run_library, "bare": run_bare}
+    runners = {"library": run_library, "bare": run_bare,
+               "bare, autocast loss": functools.partial(run_bare, float32_loss=False)}
     for name, network in NETWORKS.items():
         rows = X[: args.imix_rows] if network else X
-        runs = {(p, r): [] for p in PRECISIONS for r in runners}
+        runs = {}
         for runner in runners.values():  # warm-up
             samples_per_second(runner, rows[:128], {**network, "device": args.device}, 1)
         for _ in range(args.repeats):
             for precision in PRECISIONS:
                 params = {**network, "device": args.device, "precision": precision}
                 for r, runner in runners.items():
-                    runs[precision, r].append(samples_per_second(runner, rows, params, args.epochs))
+                    if r == "bare, autocast loss" and precision == "32-true":
+                        continue  # no autocast: the same loop as "bare"
+                    runs.setdefault((precision, r), []).append(
+                        samples_per_second(runner, rows, params, args.epochs))
         speed = {key: statistics.median(values) for key, values in runs.items()}
         for precision in PRECISIONS:
             library, bare = speed[precision, "library"], speed[precision, "bare"]
+            autocast_loss = speed.get((precision, "bare, autocast loss"))
             lines.append(
                 f"| {name} | {precision} | {library:,.0f} | {bare:,.0f} | {library / bare:.2f} "
+                f"| {'-' if autocast_loss is None else f'{autocast_loss:,.0f}'} "
                 f"| {library / speed[PRECISIONS[0], 'library']:.2f} |"
             )
             print(lines[-1], flush=True)

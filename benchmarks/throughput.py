@@ -247,10 +247,11 @@ def run_library(X, params, epochs):
     return seconds, samples, losses
 
 
-def run_bare(X, params, epochs):
+def run_bare(X, params, epochs, float32_loss=True):
     """The same module, loss, optimiser and step as the library, in a plain loop; with
-    ``params["precision"] == "bf16-mixed"`` the step's forward pass and loss run under
-    bfloat16 autocast, as a user would write it."""
+    ``params["precision"] == "bf16-mixed"`` the step's forward passes run under
+    bfloat16 autocast, and the loss in float32 as in the library (``float32_loss``) or
+    under autocast too."""
     model = estimator(params, epochs)
     bf16 = params.get("precision") == "bf16-mixed"
     device = params["device"]
@@ -274,7 +275,7 @@ def run_bare(X, params, epochs):
             xb = shuffled[begin : begin + batch_size]
             module.train()
             with torch.autocast(torch.device(device).type, torch.bfloat16, enabled=bf16):
-                loss = module.loss(xb, generator)
+                loss = module.loss(xb, generator, float32_loss)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -268,6 +268,11 @@ class _TabularNetMixin:
             self.scaler_.update()
         return None
 
+    def kept_network(self):
+        """The part of ``module_`` the estimator keeps after training, which
+        :class:`KeepBestEpoch` restores to its best epoch: all of it here."""
+        return self.module_
+
     def get_iterator(self, dataset, training=False):
         return SliceBatches(
             dataset,
@@ -335,6 +340,11 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         defaults = list(super().get_default_callbacks())
         at = next(i for i, (name, _) in enumerate(defaults) if name == "print_log")
         return [*defaults[:at], ("global_losses", GlobalLosses()), *defaults[at:]]
+
+    def kept_network(self):
+        """The encoder: the projection heads, teacher and queue end with the fit
+        (copying them too doubled the best-epoch copy of the paper's network)."""
+        return self.module_.encoder
 
     def get_iterator(self, dataset, training=False):
         if self.group_ is not None:
@@ -498,11 +508,14 @@ class KeepBestEpoch(Callback):
     After each epoch, training stops at once when the training loss, the
     ``monitor`` score or a weight is not finite (``diverged_epoch_``).
     Otherwise the epoch becomes the best one when ``monitor`` improves on the
-    best so far (without validation, ``monitor=None``: every epoch) and its
-    weights are copied; ``patience`` epochs in a row without improvement stop
-    training. At the end the best epoch's weights are loaded back, so a fitted
-    network always comes from an epoch whose losses and weights were finite.
-    ``best_epoch_`` stays 0 when no epoch was (the caller raises).
+    best so far (without validation, ``monitor=None``: every epoch) and the
+    weights of ``net.kept_network()`` (what the estimator keeps) are copied;
+    ``patience`` epochs in a row without improvement stop training. At the end
+    the best epoch's weights are loaded back, so a fitted network always comes
+    from an epoch whose losses and weights were finite. ``best_epoch_`` stays 0
+    when no epoch was (the caller raises). The run's last epoch is never copied:
+    no later epoch can need it back (this spares every ``partial_fit`` call,
+    one epoch each, a copy of the network).
     """
 
     def __init__(self, monitor, lower_is_better, patience):
@@ -516,6 +529,7 @@ class KeepBestEpoch(Callback):
         self.misses_ = 0
         self.diverged_epoch_ = None
         self.weights_ = None
+        self.epochs_run_ = 0
 
     def _improves(self, score):
         if self.best_score_ is None:
@@ -523,6 +537,7 @@ class KeepBestEpoch(Callback):
         return score < self.best_score_ if self.lower_is_better else score > self.best_score_
 
     def on_epoch_end(self, net, **kwargs):
+        self.epochs_run_ += 1
         row = net.history[-1]
         score = row[self.monitor] if self.monitor else None
         losses = [row["train_loss"]] + ([score] if self.monitor else [])
@@ -531,7 +546,8 @@ class KeepBestEpoch(Callback):
             raise StopTraining
         if self.monitor is None or self._improves(score):
             self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
-            self._copy_weights(net.module_.state_dict())
+            if self.epochs_run_ < net.max_epochs:
+                self._copy_weights(net.kept_network().state_dict())
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
@@ -549,7 +565,7 @@ class KeepBestEpoch(Callback):
 
     def on_train_end(self, net, **kwargs):
         if self.weights_ is not None and self.best_epoch_ != len(net.history):
-            net.module_.load_state_dict(self.weights_)
+            net.kept_network().load_state_dict(self.weights_)
         self.weights_ = None
 
 

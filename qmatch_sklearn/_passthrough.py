@@ -17,53 +17,26 @@ import torch
 from torch import nn
 
 
-def _column_sums(X):
-    """Per-column sums of dense or CSR ``X`` and of its squares, in float64 (no NaN)."""
+def column_variances(X):
+    """Per-column variances of dense or CSR ``X`` (no NaN), in float64, without a
+    dense copy of a sparse ``X``."""
     if sp.issparse(X):
-        return (np.asarray(X.sum(axis=0), dtype=np.float64).ravel(),
-                np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel())
-    X = np.asarray(X, dtype=np.float64)
-    return X.sum(axis=0), np.einsum("ij,ij->j", X, X)
+        mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+        squares = np.asarray(X.multiply(X).mean(axis=0), dtype=np.float64).ravel()
+        return np.maximum(squares - mean**2, 0.0)
+    return np.asarray(X, dtype=np.float64).var(axis=0)
 
 
-class ColumnMoments:
-    """Per-column means and variances of a matrix given in row blocks (dense or
-    CSR, no NaN), accumulated block by block: no copy of the whole is made."""
-
-    def __init__(self):
-        self.n, self.sums, self.squares = 0, 0.0, 0.0
-
-    def add(self, block):
-        block_sums, block_squares = _column_sums(block)
-        self.n += block.shape[0]
-        self.sums = self.sums + block_sums
-        self.squares = self.squares + block_squares
-
-    @property
-    def mean(self):
-        return self.sums / self.n
-
-    @property
-    def variance(self):
-        return np.maximum(self.squares / self.n - self.mean**2, 0.0)
-
-
-def embedding_balance(blocks):
+def embedding_balance(inputs, Z):
     """``(mean, scale)`` with ``(Z - mean) * scale`` standardised per column and
-    of total variance ``sum_j var(inputs_j)`` (the module docstring's formula).
-
-    ``blocks`` yields ``(inputs, Z)`` for consecutive row blocks of the fit
-    rows, so that fit never holds every row's embedding at once (holding them,
-    with float64 copies, made fit peak at 8.7x a dense input's size)."""
-    inputs, embeddings = ColumnMoments(), ColumnMoments()
-    for input_block, z_block in blocks:
-        inputs.add(input_block)
-        embeddings.add(z_block)
-    std = np.sqrt(embeddings.variance)
+    of total variance ``sum_j var(inputs_j)`` (the module docstring's formula),
+    from the rows ``inputs`` and their embeddings ``Z``."""
+    Z = np.asarray(Z, dtype=np.float64)
+    std = Z.std(axis=0)
     std = np.where(std > 1e-12, std, 1.0)
-    total = inputs.variance.sum()
+    total = column_variances(inputs).sum()
     per_column = np.sqrt(total / len(std)) if total > 0 else 1.0
-    return embeddings.mean.astype(np.float32), (per_column / std).astype(np.float32)
+    return Z.mean(axis=0).astype(np.float32), (per_column / std).astype(np.float32)
 
 
 def balanced(Z, mean, scale):

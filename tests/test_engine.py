@@ -59,6 +59,26 @@ def test_with_validation_the_best_finite_epoch_is_restored(X, monkeypatch):
     assert np.isfinite(encoder.transform(X)).all()
 
 
+def test_the_best_epoch_copy_holds_the_kept_encoder_and_skips_the_last_epoch(X, monkeypatch):
+    """The copy that a later divergence or early stop restores covers what the encoder
+    keeps (not the teacher, projector or queue), and no run copies its last epoch,
+    which nothing can need back: a partial_fit call (one epoch) copies nothing."""
+    copied = []
+    original = _engine.KeepBestEpoch._copy_weights
+
+    def copy_weights(self, state):
+        copied.append(sorted(state))
+        original(self, state)
+
+    monkeypatch.setattr(_engine.KeepBestEpoch, "_copy_weights", copy_weights)
+    params = tiny_encoder_params(max_epochs=3, validation_fraction=None)
+    encoder = QMatchEncoder(**params).fit(X)
+    assert copied == [sorted(encoder.network_.state_dict())] * 2  # epochs 1 and 2
+    copied.clear()
+    QMatchEncoder(**params).partial_fit(X).partial_fit(X)
+    assert copied == []
+
+
 def test_a_fit_with_no_finite_epoch_raises_and_names_lr(X):
     encoder = QMatchEncoder(**tiny_encoder_params(lr=1e30))
     with pytest.raises(FloatingPointError, match=r"diverged.*Lower lr"):

@@ -10,7 +10,8 @@ from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder
-from qmatch_sklearn._passthrough import ColumnMoments, balanced, embedding_balance
+from qmatch_sklearn._base import BALANCE_ROWS
+from qmatch_sklearn._passthrough import balanced, column_variances, embedding_balance
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -88,14 +89,29 @@ def test_the_classifier_head_sees_the_input_and_survives_saving(
 def test_the_balance_keeps_constant_columns_and_sparse_variances():
     Z = np.c_[np.arange(6.0), np.full(6, 3.0)]
     X = np.c_[np.arange(6.0), np.zeros(6)]
-    mean, scale = embedding_balance([(X[:4], Z[:4]), (X[4:], Z[4:])])  # in row blocks
+    mean, scale = embedding_balance(X, Z)
     out = balanced(Z, mean, scale)
     assert np.isfinite(out).all() and np.allclose(out[:, 1], 0)
-    sparse, dense = ColumnMoments(), ColumnMoments()
-    sparse.add(sp.csr_matrix(X))
-    dense.add(X)
-    np.testing.assert_allclose(sparse.variance, dense.variance)
-    np.testing.assert_allclose(dense.variance, X.var(0))
+    # each non-constant column carries 1 / embedding_dim of the input block's variance
+    np.testing.assert_allclose(out[:, 0].var(), X.var(axis=0).sum() / 2, rtol=1e-6)
+    np.testing.assert_allclose(column_variances(sp.csr_matrix(X)), X.var(axis=0))
+
+
+def test_the_balance_of_many_rows_comes_from_a_sample_within_its_standard_error():
+    """Past BALANCE_ROWS rows the balance is estimated on a random sample of them:
+    close to the balance over every row, and the same for the same random_state."""
+    rng = np.random.RandomState(0)
+    X = (rng.normal(size=(3 * BALANCE_ROWS, 6)) * [1, 2, 3, 4, 5, 6]).astype(np.float32)
+    params = tiny_encoder_params(max_epochs=1, passthrough=True)
+    encoder = QMatchEncoder(**params).fit(X)
+    Z = encoder.set_params(passthrough=False).transform(X)
+    mean, scale = embedding_balance(X, Z)
+    # one standard error is 1/sqrt(2 n) = 0.8% of a scale, 1/sqrt(n) = 1.1% of a
+    # column's deviation for its mean: allow 5
+    np.testing.assert_allclose(encoder.embedding_scale_, scale, rtol=0.04)
+    np.testing.assert_array_less(np.abs(encoder.embedding_mean_ - mean), 0.055 * Z.std(axis=0))
+    again = QMatchEncoder(**params).fit(X)
+    np.testing.assert_array_equal(again.embedding_scale_, encoder.embedding_scale_)
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):
