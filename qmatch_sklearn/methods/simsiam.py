@@ -211,7 +211,8 @@ class SimSiamEncoder(BasePretextEncoder):
         gets an indicator channel at the network's input. Values missing
         completely at random get none.
     embedding_mean_ : ndarray of shape (embedding_dim,)
-        Mean embedding over the fit rows (``passthrough=True`` centres by it).
+        Mean embedding over the fit rows, or a random 8,192 of them when there
+        are more (``passthrough=True`` centres by it).
     embedding_scale_ : ndarray of shape (embedding_dim,)
         The factor ``passthrough=True`` multiplies the centred embedding by.
     feature_names_in_ : ndarray of str
