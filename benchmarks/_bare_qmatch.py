@@ -107,15 +107,16 @@ class BareQMatch(nn.Module):
         teacher_view = _vime(x, self.params["teacher_corruption"], generator)
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
-            teacher = self.teacher(teacher_view)
+            self.last_teacher = F.normalize(self.teacher(teacher_view), dim=1)
+        teacher = self.last_teacher
         precision = contextlib.nullcontext()
         if float32_loss:
             student, teacher = student.float(), teacher.float()
+            self.last_teacher = teacher
             precision = torch.autocast(x.device.type, enabled=False)
         with precision:
             student = F.normalize(student, dim=1)
-            self.last_teacher = F.normalize(teacher, dim=1)
-            teacher = F.normalize(self.last_teacher, dim=1)
+            teacher = F.normalize(teacher, dim=1)
             targets = (teacher @ self.queue.T / self.params["teacher_temperature"]).softmax(dim=1)
             log_p = (student @ self.queue.T / self.params["student_temperature"]).log_softmax(
                 dim=1)

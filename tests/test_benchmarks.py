@@ -273,3 +273,20 @@ def test_bare_qmatch_is_the_library_network(params):
     weights = {k.replace("queue.embeddings", "queue"): v for k, v in library.state_dict().items()}
     assert weights.keys() == bare.state_dict().keys()
     assert all(torch.equal(v, bare.state_dict()[k]) for k, v in weights.items())
+
+
+def test_bare_qmatch_under_bf16_autocast_computes_the_librarys_float32_loss():
+    """In bf16 the bare loop runs the networks under autocast and the loss in float32
+    from the float32-cast projections, as ``PretextNet`` does: the same loss."""
+    estimator = QMatchEncoder(random_state=0, hidden_sizes=(16,), embedding_dim=8,
+                              projection_sizes=(12, 6), queue_size=20)
+    library, criterion = estimator._build_pretext(7, torch.Generator().manual_seed(5), None)
+    bare = _bare_qmatch.build(estimator, 7, seed=5)
+    x = torch.randn(64, 7, generator=torch.Generator().manual_seed(0))
+    with torch.autocast("cpu", torch.bfloat16):
+        outputs = library(x, torch.Generator().manual_seed(1))
+        bare_loss = bare.loss(x, torch.Generator().manual_seed(1))
+    outputs = type(outputs)(*(field.float() for field in outputs))
+    assert bare_loss.dtype == torch.float32
+    assert torch.equal(criterion(outputs), bare_loss)
+    assert torch.equal(outputs.teacher, bare.last_teacher)
