@@ -19,6 +19,8 @@ import pandas as pd
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from qmatch_sklearn import QMatchClassifier
+
 from ._fewshot_params import BUDGETS, paper_dataset
 from .fewshot import ALL_METHODS, DOWNSTREAM_PROTOCOL, LABEL_FRACTION, RESULTS, SEARCH, SKLEARN
 
@@ -566,6 +568,20 @@ HIGGS configuration down to the 10,984-row sample (every part by the same factor
 warning): those rows are marked not comparable."""
 
 
+def epoch_cap_hits(frame):
+    """Markdown line: per configuration, how many Q-Match fine-tuning fits ran every epoch
+    ``QMatchClassifier`` allows, i.e. stopped while the `val` accuracy still improved."""
+    cap = QMatchClassifier().max_epochs
+    fits = frame[(frame["method"] == "qmatch") & (frame["protocol"] == "finetune")]
+    counts = [f"{PAPER_MORE_LABELS[d].title} `{b}` {(g['eval_epochs'] >= cap).sum()} of {len(g)}"
+              for (d, b), g in fits.groupby(["dataset", "budget"])]
+    if not counts:
+        return []
+    return [f"Q-Match fine-tuning fits that ran all {cap} epochs (each reached a new best "
+            f"`val` accuracy within its last {DOWNSTREAM_PROTOCOL['patience']} epochs, so more "
+            "epochs would likely have helped): " + ", ".join(counts) + "."]
+
+
 def more_labels_table(frame):
     """Markdown lines: Q-Match per configuration of the paper's Tables 1-3, protocol and
     budget, beside the paper's number and the best scikit-learn classifier."""
@@ -614,6 +630,7 @@ def write_readme(frame, swept, out_dir):
         lines += budget_section(frame[frame["budget"] == budget], budget)
     lines += ["## The paper's Tables 1-3: more labels", "", *MORE_LABELS_NOTE.splitlines(), "",
               *more_labels_table(more_labels[more_labels["sweep"] == "{}"]), "",
+              *epoch_cap_hits(more_labels[more_labels["sweep"] == "{}"]), "",
               "Run them with:", "",
               f"    {_COMMAND} --datasets {' '.join(PAPER_MORE_LABELS)} --methods qmatch "
               "logreg hgb", ""]

@@ -223,6 +223,9 @@ def test_a_more_labels_configuration_is_reported_beside_the_papers_tables_1_to_3
         assert cells[5] == f"LogisticRegression {rows['raw']:.2f} (1)"
     assert "ours: 200 pretext / 20 labeled rows" in readme
     assert "covtype_15k" not in readme.split("## The paper's Tables 1-3")[0]
+    ran_all = int(next(r["eval_epochs"] for r in read_rows(out)
+                       if r["protocol"] == "finetune") == "500")
+    assert f"Cover Type 15k `tiny` {ran_all} of 1." in "\n".join(table)
 
 
 def test_report_lists_every_configuration_tried_for_qmatch(harness, tmp_path, monkeypatch):
