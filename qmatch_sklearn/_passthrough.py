@@ -21,8 +21,8 @@ def column_variances(X):
     """Per-column variances of dense or CSR ``X`` (no NaN), in float64, without a
     dense copy of a sparse ``X``."""
     if sp.issparse(X):
-        mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-        squares = np.asarray(X.multiply(X).mean(axis=0), dtype=np.float64).ravel()
+        mean = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
+        squares = np.asarray(X.multiply(X).mean(axis=0, dtype=np.float64)).ravel()
         return np.maximum(squares - mean**2, 0.0)
     return np.asarray(X, dtype=np.float64).var(axis=0)
 
