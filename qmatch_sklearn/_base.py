@@ -40,6 +40,14 @@ from ._validation import check_features, check_two_samples, column_groups
 BALANCE_ROWS = 8192
 
 
+def balance_rows(n_rows):
+    """Sorted indices of the ``BALANCE_ROWS`` rows, of ``n_rows`` > ``BALANCE_ROWS``,
+    that give the passthrough balance. The seed is fixed, so that ``fit``, every
+    ``partial_fit`` call and every data-parallel process embed the same rows of the
+    same data (which rows is a detail of the estimate, not of the model)."""
+    return np.sort(np.random.default_rng(0).choice(n_rows, BALANCE_ROWS, replace=False))
+
+
 def _same(a, b):
     """Whether two parameter values are equal (arrays and estimators included)."""
     try:
@@ -129,7 +137,7 @@ class BasePretextEncoder(
             lower_is_better=True,
             valid_seed=valid_seed,
         )
-        self._keep(module, result, device, X, missing, data_seed)
+        self._keep(module, result, device, X, missing)
         return self
 
     def partial_fit(self, X, y=None):
@@ -182,7 +190,7 @@ class BasePretextEncoder(
             check_two_samples(self, X.shape[0])
         net.partial_fit(all_rows(X, None, device), None)
         self._keep(module, net_result(net, replace(TrainingSettings.of(self), max_epochs=1)),
-                   device, X, missing, net.generator.initial_seed())
+                   device, X, missing)
         return self
 
     def _start(self, X):
@@ -208,17 +216,15 @@ class BasePretextEncoder(
             module.corruption_groups = torch.from_numpy(groups)
         return X, missing, module, criterion, device, seeds
 
-    def _keep(self, module, result, device, X, missing, seed):
-        """Store the trained encoder and what ``transform`` needs from the rows ``X``
-        (``seed`` draws the rows of the passthrough balance)."""
+    def _keep(self, module, result, device, X, missing):
+        """Store the trained encoder and what ``transform`` needs from the rows ``X``."""
         keep_trained(self, module.encoder, result, device)
         self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
         # for passthrough=True (set now or later): the embedding block's balance,
         # from at most BALANCE_ROWS of the rows
         if X.shape[0] > BALANCE_ROWS:
-            rows = np.random.default_rng(seed).choice(X.shape[0], BALANCE_ROWS, replace=False)
-            X = X[np.sort(rows)]
+            X = X[balance_rows(X.shape[0])]
         inputs = X if missing is None else fill_and_indicate(X, missing)
         self.embedding_mean_, self.embedding_scale_ = embedding_balance(
             inputs, batched_forward(self.network_, X, self.device_, self.embedding_dim)

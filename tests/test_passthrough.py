@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder
-from qmatch_sklearn._base import BALANCE_ROWS
+from qmatch_sklearn._base import BALANCE_ROWS, balance_rows
 from qmatch_sklearn._passthrough import balanced, column_variances, embedding_balance
 
 from .conftest import tiny_encoder_params, tiny_method_params
@@ -99,7 +99,8 @@ def test_the_balance_keeps_constant_columns_and_sparse_variances():
 
 def test_the_balance_of_many_rows_comes_from_a_sample_within_its_standard_error():
     """Past BALANCE_ROWS rows the balance is estimated on a random sample of them:
-    close to the balance over every row, and the same for the same random_state."""
+    close to the balance over every row, and from the same rows in fit and in
+    partial_fit (a fixed seed: also the same in every data-parallel process)."""
     rng = np.random.RandomState(0)
     X = (rng.normal(size=(3 * BALANCE_ROWS, 6)) * [1, 2, 3, 4, 5, 6]).astype(np.float32)
     params = tiny_encoder_params(max_epochs=1, passthrough=True)
@@ -112,6 +113,12 @@ def test_the_balance_of_many_rows_comes_from_a_sample_within_its_standard_error(
     np.testing.assert_array_less(np.abs(encoder.embedding_mean_ - mean), 0.055 * Z.std(axis=0))
     again = QMatchEncoder(**params).fit(X)
     np.testing.assert_array_equal(again.embedding_scale_, encoder.embedding_scale_)
+    rows = balance_rows(len(X))
+    assert len(np.unique(rows)) == BALANCE_ROWS and np.all(np.diff(rows) > 0)
+    chunked = QMatchEncoder(**params).partial_fit(X)
+    mean = chunked.embedding_mean_
+    Z = chunked.set_params(passthrough=False).transform(X[rows])
+    np.testing.assert_allclose(mean, embedding_balance(X[rows], Z)[0], rtol=1e-5, atol=1e-6)
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):
