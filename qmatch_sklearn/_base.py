@@ -221,14 +221,32 @@ class BasePretextEncoder(
         keep_trained(self, module.encoder, result, device)
         self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
-        # for passthrough=True (set now or later): the embedding block's balance,
-        # from at most BALANCE_ROWS of the rows
+        if not self.passthrough:
+            # a forward pass over up to BALANCE_ROWS rows that transform would never
+            # read (on the paper's network, ~8% of a short fit); a refit drops the
+            # balance of an earlier passthrough fit
+            for name in ("embedding_mean_", "embedding_scale_"):
+                vars(self).pop(name, None)
+            return
+        # the embedding block's balance, from at most BALANCE_ROWS of the rows
         if X.shape[0] > BALANCE_ROWS:
             X = X[balance_rows(X.shape[0])]
         inputs = X if missing is None else fill_and_indicate(X, missing)
         self.embedding_mean_, self.embedding_scale_ = embedding_balance(
             inputs, batched_forward(self.network_, X, self.device_, self.embedding_dim)
         )
+
+    def _embedding_balance(self):
+        """``(embedding_mean_, embedding_scale_)``, which ``passthrough=True`` needs;
+        a ValueError when the encoder was fitted with ``passthrough=False``."""
+        if not hasattr(self, "embedding_mean_"):
+            raise ValueError(
+                f"This {type(self).__name__} was fitted with passthrough=False, so it "
+                "holds no balance for the embedding block (embedding_mean_, "
+                "embedding_scale_) that passthrough=True needs; fit it again with "
+                "passthrough=True."
+            )
+        return self.embedding_mean_, self.embedding_scale_
 
     def _check_partial_start(self):
         """What a first ``partial_fit`` does to a network trained otherwise: one
@@ -282,15 +300,16 @@ class BasePretextEncoder(
             ``X`` is sparse.
         """
         check_is_fitted(self)
+        balance = self._embedding_balance() if self.passthrough else None
         X = check_features(self, X, reset=False)
         missing = self._missing_values_layer()
         check_missing_columns(self, X, missing is not None)
         Z = batched_forward(self.network_, X, self.device_, self._n_features_out)
-        if not self.passthrough:
+        if balance is None:
             return Z
         if missing is not None:
             X = fill_and_indicate(X, missing)
-        Z = balanced(Z, self.embedding_mean_, self.embedding_scale_)
+        Z = balanced(Z, *balance)
         if sp.issparse(X):
             return sp.hstack([X, Z], format="csr", dtype=np.float32)
         return np.hstack([X, Z])

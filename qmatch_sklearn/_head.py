@@ -127,7 +127,7 @@ def _head_input(encoder, network):
     if not encoder.passthrough:
         return network
     missing = network[0] if len(encoder.missing_features_) else None
-    return WithInput(network, encoder.embedding_mean_, encoder.embedding_scale_, missing)
+    return WithInput(network, *encoder._embedding_balance(), missing)
 
 
 def _unfrozen(encoder):

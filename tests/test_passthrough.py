@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_wine
+from sklearn.frozen import FrozenEstimator
 from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
@@ -132,3 +133,25 @@ def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform
     head = classifier.network_[1]
     logits = features @ head.weight.detach().numpy().T + head.bias.detach().numpy()
     np.testing.assert_allclose(classifier._network_outputs(X), logits, rtol=1e-4, atol=1e-4)
+
+
+def test_an_encoder_fitted_without_passthrough_keeps_no_balance_and_says_so(wine):
+    """The balance costs a forward pass over up to 8,192 rows, so only a
+    ``passthrough=True`` fit computes it; switching passthrough on afterwards is an
+    error that names the fix, in ``transform`` and in a classifier built on it, and a
+    refit without passthrough drops the balance of an earlier one."""
+    X, y = wine
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=1)).fit(X)
+    assert not hasattr(encoder, "embedding_mean_")
+    assert not hasattr(encoder, "embedding_scale_")
+    encoder.set_params(passthrough=True)
+    with pytest.raises(ValueError, match=r"fitted with passthrough=False.*passthrough=True"):
+        encoder.transform(X)
+    y_partly = np.where(np.arange(len(y)) % 3 == 0, y, -1)
+    frozen = QMatchClassifier(FrozenEstimator(encoder), random_state=0, device="cpu")
+    with pytest.raises(ValueError, match="fitted with passthrough=False"):
+        frozen.fit(X, y_partly)
+    encoder.fit(X)  # passthrough=True now: the balance is there
+    assert encoder.transform(X).shape == (len(X), X.shape[1] + encoder.embedding_dim)
+    encoder.set_params(passthrough=False).fit(X)
+    assert not hasattr(encoder, "embedding_mean_")

@@ -283,9 +283,11 @@ class DINOEncoder(BasePretextEncoder):
         completely at random get none.
     embedding_mean_ : ndarray of shape (embedding_dim,)
         Mean embedding over the fit rows, or a random 8,192 of them when there
-        are more (``passthrough=True`` centres by it).
+        are more (``passthrough=True`` centres by it). Only when fitted with
+        ``passthrough=True``.
     embedding_scale_ : ndarray of shape (embedding_dim,)
         The factor ``passthrough=True`` multiplies the centred embedding by.
+        Only when fitted with ``passthrough=True``.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
