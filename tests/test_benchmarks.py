@@ -170,6 +170,22 @@ def test_peer_comparison_writes_both_libraries_and_resumes(harness, monkeypatch,
     assert "| pytorch-tabnet | finetune |" in table and "seed 0:" in table
 
 
+@pytest.mark.parametrize("budget", sorted(fewshot.BUDGETS))
+def test_every_budget_builds_valid_estimators_for_every_method(budget):
+    """Each budget's parameters reach valid encoders and classifiers (a typo or a
+    parameter given twice fails here, not hours into a run); nothing is fitted."""
+    budget = fewshot.BUDGETS[budget]
+    for method in fewshot.ALL_METHODS:
+        run = fewshot.Run("covtype_1p", method, 0, "{}", ("linear", "finetune"))
+        encoder = fewshot.make_encoder(run, budget) if method in fewshot.SELF_SUPERVISED else None
+        if encoder is not None:
+            encoder._validate_params()
+        for protocol in ("linear", "finetune"):
+            for model in fewshot.downstream_candidates(run, protocol, budget, encoder):
+                if hasattr(model, "_validate_params"):
+                    model._validate_params()
+
+
 def test_sklearn_baselines_use_the_val_rows_as_their_api_allows():
     run = fewshot.Run("adult_1p", "logreg", 0, "{}", ("raw",))
     candidates = fewshot.downstream_candidates(run, "raw", TINY, None)
