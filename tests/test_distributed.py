@@ -48,8 +48,9 @@ def test_every_process_ends_with_the_same_encoder(fitted_by_two):
 
 def test_two_processes_learn_as_well_as_one(fitted_by_two):
     """A linear probe on digits reads the embeddings of the two-process run as
-    well as those of one process (within 3 points; each process ran half the
-    steps per epoch)."""
+    well as those of one process: within two standard errors of the difference of
+    two accuracies on the 450 test rows (about 4.5 points; each process ran half
+    the steps per epoch)."""
     X, y = digits()
     single = encoder("qmatch", validation_fraction=0.2).fit(X)
 
@@ -60,7 +61,9 @@ def test_two_processes_learn_as_well_as_one(fitted_by_two):
     # each process trained on its half of the rows
     assert fitted_by_two[0]["rows_per_epoch"] == -(-rows_per_epoch(single) // 2)
     two, one = probe(fitted_by_two[0]["Z"]), probe(single.transform(X))
-    assert two > 0.85 and abs(two - one) <= 0.03, (two, one)
+    n_test = -(-len(y) // 4)
+    noise = 2 * np.sqrt(2 * one * (1 - one) / n_test)
+    assert two > 0.85 and abs(two - one) <= noise, (two, one, noise)
 
 
 @pytest.mark.parametrize("method", ["qmatch", "dino"])

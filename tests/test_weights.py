@@ -104,8 +104,10 @@ def test_zero_weights_silence_rows(imbalanced):
     X, y = imbalanced
     sample_weight = np.where(y == 1, 0.0, 1.0)
     sample_weight[np.flatnonzero(y == 1)[:2]] = 1e-6  # both classes keep a row of weight > 0
-    predicted = mlp().fit(X, y, sample_weight=sample_weight).predict(X)
-    assert (predicted == 0).mean() > 0.97
+    # a learning rate at which 30 epochs converge: at the default's, what the network
+    # predicts still depended on its initial weights (0.59 to 0.97 class 0 over 5 seeds)
+    predicted = mlp(lr=0.01).fit(X, y, sample_weight=sample_weight).predict(X)
+    assert (predicted == 0).mean() > 0.99  # unweighted: 0.91-0.92 over 5 seeds
 
 
 def test_regressors_lean_towards_heavy_rows():
