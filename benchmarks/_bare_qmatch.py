@@ -11,6 +11,7 @@ checks the losses of whole runs). VIME corruption only (the default
 
 import contextlib
 import copy
+import math
 
 import numpy as np
 import torch
@@ -47,11 +48,15 @@ class _Maxout(nn.Module):
 
 @torch.no_grad()
 def _lecun_init(network, generator):
-    """Truncated-normal weights of variance 1 / fan_in, zero biases, in module order."""
+    """Truncated-normal weights of variance 1 / fan_in, zero biases, in module order;
+    drawn by the inverse normal CDF (uniform in (-erf(sqrt 2), erf(sqrt 2)), then
+    sqrt(2) erfinv), as JAX's ``truncated_normal`` does."""
     linears = [m for m in network.modules() if isinstance(m, nn.Linear)]
     for linear in linears:
         std = linear.in_features**-0.5 / TRUNCATED_STD
-        nn.init.trunc_normal_(linear.weight, std=std, a=-2 * std, b=2 * std, generator=generator)
+        bound = math.erf(math.sqrt(2.0))
+        weight = linear.weight.uniform_(-bound, bound, generator=generator).erfinv_()
+        weight.mul_(std * math.sqrt(2.0)).clamp_(-2 * std, 2 * std)
         if linear.bias is not None:
             linear.bias.zero_()
     return network

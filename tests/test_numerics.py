@@ -9,6 +9,7 @@ from torch import nn
 from qmatch_sklearn._corruption import vime_corruption
 from qmatch_sklearn._ema import ema_update_
 from qmatch_sklearn._engine import all_finite
+from qmatch_sklearn._networks import TRUNCATED_STD, lecun_normal_, truncated_normal_
 from qmatch_sklearn._queue import EmbeddingQueue
 from qmatch_sklearn.methods.qmatch import distribution_matching_loss
 
@@ -155,3 +156,29 @@ def test_all_finite_agrees_with_isfinite(shapes, bad, seed):
         array.flat[rng.integers(array.size)] = value
     expected = all(np.isfinite(a).all() for a in arrays)
     assert all_finite([torch.from_numpy(a) for a in arrays]) is expected
+
+
+@settings(max_examples=20, deadline=None)
+@given(std=st.floats(1e-4, 10.0), seed=st.integers(0, 2**31 - 1))
+def test_truncated_normal_is_the_normal_truncated_at_two_deviations(std, seed):
+    """Inside [-2 std, 2 std], with the truncated normal's deviation and quartiles,
+    reproducible from the generator, and the global RNG untouched."""
+    state = torch.random.get_rng_state()
+    x = truncated_normal_(torch.empty(200_000), std, torch.Generator().manual_seed(seed))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert x.abs().max() <= 2 * std
+    assert abs(x.mean().item()) < 5 * std / np.sqrt(len(x))
+    np.testing.assert_allclose(x.std().item(), std * TRUNCATED_STD, rtol=0.01)
+    # the quartiles of N(0, 1) truncated to [-2, 2] (scipy.stats.truncnorm): +-0.6391
+    quartiles = torch.quantile(x[:100_000], torch.tensor([0.25, 0.75])) / std
+    np.testing.assert_allclose(quartiles.numpy(), [-0.6391, 0.6391], atol=0.015)
+    again = truncated_normal_(torch.empty(200_000), std, torch.Generator().manual_seed(seed))
+    assert torch.equal(x, again)
+
+
+def test_lecun_normal_gives_each_linear_layer_variance_one_over_fan_in():
+    layers = lecun_normal_(nn.Sequential(nn.Linear(400, 300), nn.Linear(300, 200)),
+                           torch.Generator().manual_seed(0))
+    for layer in layers:
+        np.testing.assert_allclose(layer.weight.var().item(), 1 / layer.in_features, rtol=0.02)
+        assert torch.count_nonzero(layer.bias) == 0
