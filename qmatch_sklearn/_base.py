@@ -167,9 +167,9 @@ class BasePretextEncoder(
         Returns
         -------
         self : object
-            The encoder, fitted on the chunks seen so far. The passthrough
-            balance (``embedding_mean_``, ``embedding_scale_``) is that of the
-            last chunk.
+            The encoder, fitted on the chunks seen so far. With
+            ``passthrough=True`` the balance of the embedding block
+            (``embedding_mean_``, ``embedding_scale_``) is that of the last chunk.
         """
         net = getattr(self, "_partial_net", None)
         if net is None:
@@ -333,6 +333,7 @@ class BasePretextEncoder(
         embedding_names = super().get_feature_names_out()
         if not self.passthrough:
             return embedding_names
+        self._embedding_balance()  # names only for columns transform can return
         input_names = _check_feature_names_in(self, input_features)
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self._indicators()]
         return np.concatenate([self._input_feature_names(input_features),

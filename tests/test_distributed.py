@@ -49,7 +49,7 @@ def test_every_process_ends_with_the_same_encoder(fitted_by_two):
 def test_two_processes_learn_as_well_as_one(fitted_by_two):
     """A linear probe on digits reads the embeddings of the two-process run as
     well as those of one process: within two standard errors of the difference of
-    two accuracies on the 450 test rows (about 4.5 points; each process ran half
+    two accuracies on the 450 test rows (about 4 points; each process ran half
     the steps per epoch)."""
     X, y = digits()
     single = encoder("qmatch", validation_fraction=0.2).fit(X)

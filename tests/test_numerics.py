@@ -170,8 +170,9 @@ def test_truncated_normal_is_the_normal_truncated_at_two_deviations(std, seed):
     assert abs(x.mean().item()) < 5 * std / np.sqrt(len(x))
     np.testing.assert_allclose(x.std().item(), std * TRUNCATED_STD, rtol=0.01)
     # the quartiles of N(0, 1) truncated to [-2, 2] (scipy.stats.truncnorm): +-0.6391
-    quartiles = torch.quantile(x[:100_000], torch.tensor([0.25, 0.75])) / std
-    np.testing.assert_allclose(quartiles.numpy(), [-0.6391, 0.6391], atol=0.015)
+    # (one standard error of a quartile of 200,000 draws: 0.0029)
+    quartiles = np.quantile(x.numpy(), [0.25, 0.75]) / std
+    np.testing.assert_allclose(quartiles, [-0.6391, 0.6391], atol=0.02)
     again = truncated_normal_(torch.empty(200_000), std, torch.Generator().manual_seed(seed))
     assert torch.equal(x, again)
 

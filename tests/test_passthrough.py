@@ -147,6 +147,8 @@ def test_an_encoder_fitted_without_passthrough_keeps_no_balance_and_says_so(wine
     encoder.set_params(passthrough=True)
     with pytest.raises(ValueError, match=r"fitted with passthrough=False.*passthrough=True"):
         encoder.transform(X)
+    with pytest.raises(ValueError, match="fitted with passthrough=False"):
+        encoder.get_feature_names_out()
     y_partly = np.where(np.arange(len(y)) % 3 == 0, y, -1)
     frozen = QMatchClassifier(FrozenEstimator(encoder), random_state=0, device="cpu")
     with pytest.raises(ValueError, match="fitted with passthrough=False"):
