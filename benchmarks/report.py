@@ -363,8 +363,9 @@ def budget_section(frame, budget):
     lines += [*size_notes(main), ""]
     for protocol in PAPER:
         lines += [f"### {PROTOCOL_TITLES[protocol]}", "", *paper_table(main, protocol), ""]
-    lines += ["### scikit-learn on the preprocessed features (the same labeled rows)", ""]
-    lines += [*sklearn_table(main), ""]
+    if main["method"].isin(SKLEARN).any():
+        lines += ["### scikit-learn on the preprocessed features (the same labeled rows)", ""]
+        lines += [*sklearn_table(main), ""]
     searched = frame[frame[SEARCH].notna()] if SEARCH in frame else frame[:0]
     lines += ["### Q-Match against the paper and against our other methods", "",
               ("Means over the seeds run, with the paper's tuned values; ranks among the methods "
