@@ -193,7 +193,7 @@ def truncated_normal_(tensor, std, generator):
     u ~ U(-erf(sqrt 2), erf(sqrt 2)), x = std sqrt(2) erfinv(u), one pass over the
     tensor. (``nn.init.trunc_normal_`` redraws the whole tensor until no entry
     falls outside, about six times for the paper's 8192 x 4096 layer: 14x
-    slower, 4 s of the paper network's set-up on one thread.)
+    slower: 3.6 s of the paper network's set-up on one thread.)
     """
     bound = math.erf(math.sqrt(2.0))
     tensor.uniform_(-bound, bound, generator=generator).erfinv_()
