@@ -52,9 +52,9 @@ def _lecun_init(network, generator):
     drawn by the inverse normal CDF (uniform in (-erf(sqrt 2), erf(sqrt 2)), then
     sqrt(2) erfinv), as JAX's ``truncated_normal`` does."""
     linears = [m for m in network.modules() if isinstance(m, nn.Linear)]
+    bound = math.erf(math.sqrt(2.0))
     for linear in linears:
         std = linear.in_features**-0.5 / TRUNCATED_STD
-        bound = math.erf(math.sqrt(2.0))
         weight = linear.weight.uniform_(-bound, bound, generator=generator).erfinv_()
         weight.mul_(std * math.sqrt(2.0)).clamp_(-2 * std, 2 * std)
         if linear.bias is not None:
