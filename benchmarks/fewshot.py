@@ -146,23 +146,26 @@ class Run:
 
 
 @functools.lru_cache(maxsize=1)
-def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home):
+def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home, max_rows_val=None):
     """Preprocessed float32 pretext, pretext-validation, labeled, val and test rows of a split.
 
     ``label_fraction`` None labels the split's ``train`` rows; a float labels that
     share of the pretext rows instead (a seeded sample), for the label-scaling figure.
+    ``max_rows_test`` and ``max_rows_val`` keep a seeded sample of at most that many
+    test and ``val`` rows (the pretext-validation rows stay whole, even where they are
+    the ``val`` split's, as on Cover Type); the val sample is drawn last, so the other
+    draws are the same with or without it.
     """
     split = load_split(dataset, seed, data_home)
     preprocessor = split.preprocessor.fit(split.pretext.X)
     rng = np.random.RandomState(seed)  # the test sample first: the same for every sweep
-    test = np.arange(len(split.test.y))
-    if max_rows_test is not None and len(test) > max_rows_test:
-        test = np.sort(rng.choice(len(test), max_rows_test, replace=False))
+    test = _sample(rng, len(split.test.y), max_rows_test)
     labeled = split.train
     if label_fraction is not None:
         n_pretext = len(split.pretext.y)
         rows = rng.choice(n_pretext, max(2, round(label_fraction * n_pretext)), replace=False)
         labeled = Bunch(X=_rows(split.pretext.X, rows), y=np.asarray(split.pretext.y)[rows])
+    val = _sample(rng, len(split.val.y), max_rows_val)
 
     def as_float(X):
         return np.asarray(preprocessor.transform(X), dtype=np.float32)
@@ -171,9 +174,17 @@ def prepare_data(dataset, seed, label_fraction, max_rows_test, data_home):
     return Bunch(
         X_pretext=as_float(split.pretext.X), X_pretext_val=as_float(pretext_val.X),
         X_train=as_float(labeled.X), y_train=np.asarray(labeled.y),
-        X_val=as_float(split.val.X), y_val=np.asarray(split.val.y),
+        X_val=as_float(_rows(split.val.X, val)), y_val=np.asarray(split.val.y)[val],
         X_test=as_float(_rows(split.test.X, test)), y_test=np.asarray(split.test.y)[test],
     )
+
+
+def _sample(rng, n_rows, max_rows):
+    """The sorted indices of a seeded sample of at most ``max_rows`` of ``n_rows`` rows;
+    all rows, drawing nothing, when they are no more than that."""
+    if max_rows is None or n_rows <= max_rows:
+        return np.arange(n_rows)
+    return np.sort(rng.choice(n_rows, max_rows, replace=False))
 
 
 def _rows(X, rows):
@@ -209,7 +220,8 @@ def downstream_candidates(run, protocol, budget, encoder):
     if run.method in SKLEARN:
         estimator, grid = sklearn_baselines(run.seed)[run.method]
         return [clone(estimator).set_params(**params) for params in ParameterGrid(grid)]
-    common = {**budget.downstream, **DOWNSTREAM_PROTOCOL, "random_state": run.seed}
+    common = {**budget.downstream, **DOWNSTREAM_PROTOCOL, "random_state": run.seed,
+              **(budget.finetune if protocol == "finetune" else {})}
     if run.method == "supervised":
         make = functools.partial(SupervisedMLPClassifier, **budget.network, **common)
         tuned_lr = supervised_lr(run.dataset)
@@ -303,12 +315,18 @@ class Choice:
 
 
 def execute(run, budget, max_rows_test, data_home, machine):
-    """Pretrain each candidate, choose per protocol on ``val``, yield one CSV row per protocol."""
+    """Pretrain each candidate, choose per protocol on ``val``, yield one CSV row per protocol.
+
+    A protocol's row is yielded as soon as its last candidate is scored, so that a long
+    run (the paper's network on a CPU) keeps its linear result if it is stopped while
+    fine-tuning.
+    """
     data = prepare_data(run.dataset, run.seed, run.sweep_params.get(LABEL_FRACTION),
-                        max_rows_test, data_home)
+                        max_rows_test, data_home, max_rows_val=budget.max_rows_val)
     choices = {protocol: Choice() for protocol in run.todo}
     pretrain_seconds = 0.0
-    for candidate in pretext_candidates(run):
+    candidates = pretext_candidates(run)
+    for i, candidate in enumerate(candidates, start=1):
         encoder, seconds = pretrain(run, budget, data, candidate)
         pretrain_seconds += seconds
         for protocol, choice in choices.items():
@@ -318,23 +336,29 @@ def execute(run, budget, max_rows_test, data_home, machine):
                 choice.eval_seconds += time.perf_counter() - start
                 if val_accuracy > choice.val_accuracy:
                     choice.val_accuracy, choice.model, choice.encoder = val_accuracy, model, encoder
-    for protocol, choice in choices.items():
-        start = time.perf_counter()
-        accuracy = 100 * choice.model.score(data.X_test, data.y_test)
-        params = {"budget": budget.name, "sweep": run.sweep_params,
-                  "max_rows_test": max_rows_test, "model": describe(choice.model)}
-        yield {
-            "dataset": run.dataset, "method": run.method, "protocol": protocol,
-            "seed": run.seed, "budget": budget.name, "sweep": run.sweep,
-            "accuracy": round(accuracy, 4), "val_accuracy": round(choice.val_accuracy, 4),
-            "pretrain_seconds": round(pretrain_seconds, 2),
-            "eval_seconds": round(choice.eval_seconds + time.perf_counter() - start, 2),
-            "pretrain_epochs": getattr(choice.encoder, "n_epochs_", ""),
-            "eval_epochs": getattr(choice.model, "n_epochs_", ""),
-            "n_pretext": len(data.X_pretext), "n_labeled": len(data.y_train),
-            "n_test": len(data.y_test), "params": json.dumps(params, sort_keys=True),
-            "machine": machine, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
+            if i == len(candidates):
+                yield result_row(run, protocol, choice, budget, data, max_rows_test,
+                                 pretrain_seconds, machine)
+
+
+def result_row(run, protocol, choice, budget, data, max_rows_test, pretrain_seconds, machine):
+    """The CSV row of a protocol's chosen model, scored on the test rows (once, here)."""
+    start = time.perf_counter()
+    accuracy = 100 * choice.model.score(data.X_test, data.y_test)
+    params = {"budget": budget.name, "sweep": run.sweep_params, "max_rows_test": max_rows_test,
+              "max_rows_val": budget.max_rows_val, "model": describe(choice.model)}
+    return {
+        "dataset": run.dataset, "method": run.method, "protocol": protocol,
+        "seed": run.seed, "budget": budget.name, "sweep": run.sweep,
+        "accuracy": round(accuracy, 4), "val_accuracy": round(choice.val_accuracy, 4),
+        "pretrain_seconds": round(pretrain_seconds, 2),
+        "eval_seconds": round(choice.eval_seconds + time.perf_counter() - start, 2),
+        "pretrain_epochs": getattr(choice.encoder, "n_epochs_", ""),
+        "eval_epochs": getattr(choice.model, "n_epochs_", ""),
+        "n_pretext": len(data.X_pretext), "n_labeled": len(data.y_train),
+        "n_test": len(data.y_test), "params": json.dumps(params, sort_keys=True),
+        "machine": machine, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
 def read_done(path, fields=FIELDS, key=KEY):

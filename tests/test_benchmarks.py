@@ -128,6 +128,41 @@ def test_prepared_data_holds_every_part_of_the_split(harness):
                      "X_val": 20, "y_val": 20, "X_test": 50, "y_test": 50}
 
 
+def test_a_val_sample_leaves_every_other_part_as_it_was(harness):
+    whole = fewshot.prepare_data("adult_1p", 0, 0.5, 50, None)
+    fewshot.prepare_data.cache_clear()
+    sampled = fewshot.prepare_data("adult_1p", 0, 0.5, 50, None, max_rows_val=7)
+    assert len(sampled.X_val) == len(sampled.y_val) == 7
+    def rows(X, y):
+        return {(*row, label) for row, label in zip(X.tolist(), y.tolist(), strict=True)}
+
+    assert rows(sampled.X_val, sampled.y_val) <= rows(whole.X_val, whole.y_val)
+    for part in ("X_pretext", "X_pretext_val", "X_train", "y_train", "X_test", "y_test"):
+        assert (sampled[part] == whole[part]).all(), part
+
+
+def test_the_budgets_fine_tuning_values_reach_the_fine_tuning_models_only():
+    budget = Budget("capped", {}, {}, {"device": "cpu"}, finetune={"max_epochs": 7})
+    for method, protocol, max_epochs in [("qmatch", "linear", 500), ("qmatch", "finetune", 7),
+                                         ("supervised", "finetune", 7)]:
+        run = fewshot.Run("adult_1p", method, 0, "{}", (protocol,))
+        encoder = QMatchEncoder() if method == "qmatch" else None
+        (model,) = fewshot.downstream_candidates(run, protocol, budget, encoder)
+        assert model.max_epochs == max_epochs, (method, protocol)
+
+
+def test_a_protocols_row_is_yielded_before_the_next_protocol_trains(harness, monkeypatch):
+    """A run stopped while fine-tuning keeps its linear result."""
+    fitted = []
+    fit = fewshot.fit_downstream
+    monkeypatch.setattr(fewshot, "fit_downstream",
+                        lambda model, data: fitted.append(model.freeze_encoder) or fit(model, data))
+    run = fewshot.Run("adult_1p", "qmatch", 0, "{}", ("linear", "finetune"))
+    rows = fewshot.execute(run, TINY, 50, None, "here")
+    assert next(rows)["protocol"] == "linear" and fitted == [True]
+    assert next(rows)["protocol"] == "finetune" and fitted == [True, False]
+
+
 def test_search_chooses_on_val_among_the_grid(harness, tmp_path):
     """With every grid point sampled, the tuned configuration is a candidate, so the
     search's validation accuracy is at least the tuned one's (fits are seeded)."""
