@@ -206,7 +206,9 @@ def main(argv=None):
     for seed in args.seeds:
         if (budget.name, str(seed)) in done:
             continue
-        data = fewshot.prepare_data(DATASET, seed, None, budget.max_rows_test, args.data_home)
+        # The harness's own call, so that both libraries see the same rows (and the cache hits).
+        data = fewshot.prepare_data(DATASET, seed, None, budget.max_rows_test, args.data_home,
+                                    max_rows_val=budget.max_rows_val)
         rows = [*tabnet_rows(data, seed, budget),
                 *qmatch_rows(data, seed, budget, args.data_home, budget.max_rows_test, machine)]
         fewshot.append_rows(args.out, [finish(row, data, seed, budget, machine) for row in rows],
@@ -215,7 +217,7 @@ def main(argv=None):
                                            for r in rows))
     if data is None:  # every seed was recorded: the report still needs the feature count
         data = fewshot.prepare_data(DATASET, args.seeds[0], None, budget.max_rows_test,
-                                    args.data_home)
+                                    args.data_home, max_rows_val=budget.max_rows_val)
     write_report(args.out, args.out.with_suffix(".md"), data.X_pretext.shape[1])
 
 
