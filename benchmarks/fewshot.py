@@ -21,8 +21,10 @@ Protocol, per seed (the paper's, reference_impl.md §5 and §1.7):
 - pretext: ``encoder.fit(pretext.X, X_val=pretext_val.X)`` (early stopping on the
   split's pretext-validation rows; Cover Type's is its ``val`` split, as in the paper);
 - downstream: the labels of the split's ``train`` rows train; the split's ``val`` rows
-  early-stop the torch classifiers on validation *accuracy* with patience 64, at most
-  500 epochs (``fit(X, y, X_val=, y_val=)``), and are where any choice is made: the
+  (a seeded sample of them where the budget sets ``max_rows_val``) early-stop the torch
+  classifiers on validation *accuracy* with patience 64, at most 500 epochs (fewer
+  where the budget's ``finetune`` says) (``fit(X, y, X_val=, y_val=)``), and are where
+  any choice is made: the
   scikit-learn baselines use them as their API allows (``logreg`` picks ``C`` on them,
   ``hgb`` early-stops on them, ``mlp`` runs at its defaults);
 - hyper-parameters: the paper's tuned values (``_fewshot_params.py``) and the budget,
