@@ -22,11 +22,10 @@ Protocol, per seed (the paper's, reference_impl.md §5 and §1.7):
   split's pretext-validation rows; Cover Type's is its ``val`` split, as in the paper);
 - downstream: the labels of the split's ``train`` rows train; the split's ``val`` rows
   (a seeded sample of them where the budget sets ``max_rows_val``) early-stop the torch
-  classifiers on validation *accuracy* with patience 64, at most 500 epochs (fewer
-  where the budget's ``finetune`` says) (``fit(X, y, X_val=, y_val=)``), and are where
-  any choice is made: the
-  scikit-learn baselines use them as their API allows (``logreg`` picks ``C`` on them,
-  ``hgb`` early-stops on them, ``mlp`` runs at its defaults);
+  classifiers on validation *accuracy* with patience 64, at most 500 epochs or the
+  budget's ``finetune`` cap (``fit(X, y, X_val=, y_val=)``), and are where any choice
+  is made: the scikit-learn baselines use them as their API allows (``logreg`` picks
+  ``C`` on them, ``hgb`` early-stops on them, ``mlp`` runs at its defaults);
 - hyper-parameters: the paper's tuned values (``_fewshot_params.py``) and the budget,
   or with ``--search N`` the best on ``val`` of N pretext configurations sampled from
   ``paper_param_grid`` crossed with every downstream learning rate of the paper's grid

@@ -133,6 +133,7 @@ def test_a_val_sample_leaves_every_other_part_as_it_was(harness):
     fewshot.prepare_data.cache_clear()
     sampled = fewshot.prepare_data("adult_1p", 0, 0.5, 50, None, max_rows_val=7)
     assert len(sampled.X_val) == len(sampled.y_val) == 7
+
     def rows(X, y):
         return {(*row, label) for row, label in zip(X.tolist(), y.tolist(), strict=True)}
 
