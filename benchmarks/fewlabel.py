@@ -28,6 +28,10 @@ row unlabeled, and held-out test rows. Contenders, each at its defaults:
   preprocessed train rows, then the ``hgb`` recipe on the labeled rows' preprocessed
   features beside their embedding: does the embedding help boosting where boosting is
   the best raw contender?
+- ``qmatch_lr_raw``, ``qmatch_clf_raw``, ``qmatch_hgb_raw``: the same on the raw table
+  (the DataFrame as loaded: numeric columns in their units with their NaN, categorical
+  columns as categories), which the library reads natively: the one call of a user who
+  hands a DataFrame to the estimator (issue #30).
 
 Preprocessing for every contender but ``hgb`` (``make_preprocessor``): numeric columns
 median-imputed and standardised, categorical ones most-frequent-imputed and one-hot
@@ -68,6 +72,7 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.utils import Bunch
 from threadpoolctl import threadpool_limits
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
@@ -83,7 +88,9 @@ FIELDS = [
 ]
 KEY = ("table", "seed", "contender", "config")
 RAW = ("logreg", "hgb")  # the user's usual tools: "best raw contender" is the better one
-OURS = ("qmatch_lr", "qmatch_clf", "qmatch_hgb")
+PREPROCESSED = ("qmatch_lr", "qmatch_clf", "qmatch_hgb")
+#: each of ours also on the raw table (``<name>_raw``), the one call a user makes on a DataFrame
+OURS = (*PREPROCESSED, *(f"{name}_raw" for name in PREPROCESSED))
 CONTENDERS = (*RAW, "tabnet", *OURS)
 #: ``--smoke``: tiny networks and 2-3 epochs, to test the harness end to end in seconds.
 SMOKE_ENCODER = {"hidden_sizes": (16,), "embedding_dim": 8, "projection_sizes": (16, 8),
@@ -254,9 +261,19 @@ def run_qmatch_clf(data, seed, smoke):
     return classifier.predict(data.Xp_test), details
 
 
+def on_raw_table(run):
+    """``run`` given the table as it comes (no ColumnTransformer: NaN, categories and
+    units as loaded) in place of the preprocessed rows."""
+    def run_raw(data, seed, smoke):
+        return run(Bunch(**{**data, "Xp_train": data.X_train, "Xp_test": data.X_test}),
+                   seed, smoke)
+    return run_raw
+
+
 RUNNERS = {"logreg": run_logreg, "hgb": run_hgb, "tabnet": run_tabnet,
            "qmatch_lr": run_qmatch_lr, "qmatch_clf": run_qmatch_clf,
            "qmatch_hgb": run_qmatch_hgb}
+RUNNERS.update({f"{name}_raw": on_raw_table(RUNNERS[name]) for name in PREPROCESSED})
 _EPOCH_FIELDS = ("encoder_best_epoch", "encoder_n_epochs", "head_best_epoch", "head_n_epochs")
 
 

@@ -34,6 +34,7 @@ from sklearn.utils.validation import (
 
 from ._columns import column_position, name_positions
 from ._missing import indicated_features, missing_columns
+from ._scaling import fit_scaling
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
 #: category (HistGradientBoostingClassifier's limit too).
@@ -171,7 +172,9 @@ def check_dtypes_unchanged(estimator, X):
     """With ``categorical_features="from_dtype"``, raise a ValueError naming the
     columns of ``X`` whose kind (categorical or numeric) differs from fit."""
     if not isinstance(X, pd.DataFrame):
-        names = np.asarray(estimator.feature_names_in_)[estimator.is_categorical_]
+        names = np.asarray(getattr(estimator, "feature_names_in_",
+                                   np.arange(len(estimator.is_categorical_))))
+        names = names[estimator.is_categorical_]
         raise ValueError(
             f"{type(estimator).__name__} was fitted on a DataFrame with categorical columns "
             f"({', '.join(map(str, names))}); "
@@ -207,13 +210,15 @@ def one_hot_table(X, mask, categories, numeric):
     return out
 
 
-def check_table(estimator, X, y="no_validation", *, reset, mask, categories, **check_params):
+def check_table(estimator, X, y="no_validation", *, reset, mask, categories, numeric_map,
+                **check_params):
     """``validate_data`` for a table with the categorical columns ``mask`` (fit
     at ``reset``), returning the network's input rows (and ``y``).
 
     Column names and count are checked as ``validate_data`` does; the numeric
-    columns are checked with ``check_params`` (finite or NaN, float32), and
-    the categorical ones one-hot encoded (:func:`one_hot_table`).
+    columns are checked with ``check_params`` (finite or NaN) and mapped to
+    the network's float32 input by ``numeric_map``, and the categorical ones
+    one-hot encoded (:func:`one_hot_table`).
     """
     validate_data(estimator, X, skip_check_array=True, reset=reset)
     if len(mask) != X.shape[1]:  # categories fitted elsewhere (a fitted, frozen encoder)
@@ -228,7 +233,7 @@ def check_table(estimator, X, y="no_validation", *, reset, mask, categories, **c
         numeric = check_array(numeric, **check_params)
     else:
         numeric, y = check_X_y(numeric, y, **check_params)
-    out = one_hot_table(frame, mask, categories, numeric)
+    out = one_hot_table(frame, mask, categories, numeric_map(numeric))
     return out if isinstance(y, str) and y == "no_validation" else (out, y)
 
 
@@ -250,6 +255,17 @@ class TableInputMixin:
         """``(is_categorical_, categories_)`` for the fit rows ``X``."""
         mask = categorical_mask(self, X, self._categorical_param())
         return mask, (None if mask is None else fit_categories(X, mask))
+
+    def _fit_scaling(self, numeric, mask):
+        """``(center_, scale_)``, one entry per column of ``X`` (0 and 1 for a
+        categorical one), from the fit rows' numeric columns ``numeric``
+        (``_scaling.py``)."""
+        center, scale = fit_scaling(numeric)
+        if mask is None:
+            return center, scale
+        full_center, full_scale = np.zeros(len(mask)), np.ones(len(mask))
+        full_center[~mask], full_scale[~mask] = center, scale
+        return full_center, full_scale
 
     def _input_widths(self):
         return input_widths(self.n_features_in_, getattr(self, "is_categorical_", None),

@@ -49,6 +49,8 @@ UNLABELED = -1
 #: chosen by cross-validation on the labeled rows. The other heads
 #: (``_head.LINEAR``, ``_head.FINE_TUNED``) train with AdamW.
 LOGISTIC = "logistic"
+#: Iterations of the logistic head's solver (L-BFGS) for each C.
+LOGISTIC_MAX_ITER = 1000
 
 
 def fit_logistic_head_(
@@ -87,18 +89,22 @@ def fit_logistic_head_(
     folds = None
     if smallest >= 2:
         folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+    unconverged = []
 
     def fit(features):
         if smallest < 2:
-            model = LogisticRegression(C=1.0, max_iter=1000)
+            model = LogisticRegression(C=1.0, max_iter=LOGISTIC_MAX_ITER)
         else:
             model = LogisticRegressionCV(
                 cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
-                use_legacy_attributes=False, max_iter=1000,
+                use_legacy_attributes=False, max_iter=LOGISTIC_MAX_ITER,
             )
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # at the extreme Cs
+            # Cs that cross-validation does not choose may stop early: checked below
+            warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(features, targets, sample_weight=sample_weight)
+        if not _converged(model):
+            unconverged.append(float(getattr(model, "C_", model.C)))
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
         return model, score
@@ -106,6 +112,15 @@ def fit_logistic_head_(
     coef, intercept, weight, log_likelihoods = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None
     )
+    if unconverged:
+        warnings.warn(
+            f"The logistic head (C={unconverged[0]:g}) did not converge in "
+            f"{LOGISTIC_MAX_ITER} iterations, so its weights are not the regression's "
+            "optimum. Pass freeze_encoder=True with X_val and y_val to train the head "
+            "with AdamW and early stopping instead.",
+            ConvergenceWarning,
+            stacklevel=5,
+        )
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]
@@ -128,6 +143,17 @@ def fit_logistic_head_(
                 boosting_temperature_=temperature,
             )
     return TrainingResult(History(), 0, 0, None), attributes
+
+
+def _converged(model):
+    """Whether a fitted logistic regression converged: at the C that
+    ``LogisticRegressionCV`` chose, in every fold (its refit starts from their
+    mean), or the one fit of a ``LogisticRegression``."""
+    if not hasattr(model, "C_"):
+        return bool(np.all(model.n_iter_ < model.max_iter))
+    chosen = np.flatnonzero(np.isclose(model.Cs_, model.C_))
+    # n_iter_: (folds, l1 ratios, Cs)
+    return bool(np.all(model.n_iter_[..., chosen] < model.max_iter))
 
 
 def labeled_mask(y):
@@ -251,6 +277,13 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
             if unknown:
                 raise ValueError(
                     f"class_weight has classes not among the labeled rows of y: {unknown}."
+                )
+            negative = {c: w for c, w in class_weight.items() if not w >= 0}
+            if negative:
+                raise ValueError(
+                    f"class_weight has negative (or NaN) weights: {negative}. A class "
+                    "weight multiplies the loss of its rows, as sample_weight does, and "
+                    "must be at least 0."
                 )
         per_class = compute_class_weight(
             class_weight, classes=label_encoder.classes_, y=label_encoder.classes_[targets]
@@ -444,9 +477,22 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     ----------
     encoder_ : estimator
         The fitted encoder (before fine-tuning).
+    head_ : {"logistic", "linear", "fine-tuned"}
+        The head kept: ``"logistic"`` (fitted in closed form on the frozen
+        encoder, without epochs: few labels and no validation set),
+        ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"`` (AdamW
+        on encoder and head).
     frozen_encoder_ : bool
         Whether the kept head was trained on the frozen encoder (linear
         evaluation) rather than fine-tuned with it.
+    center_ : ndarray of shape (n_features_in_,)
+        Each numeric column's center over every row of ``X`` at fit, in
+        float64: its mean, or its minimum when it holds two values (0 for a
+        categorical column). The network reads ``(x - center_) / scale_``, so
+        results do not depend on the units of a numeric column.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each numeric column's scale at fit: its standard deviation, or the gap
+        between its two values (1 for a categorical or constant column).
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)
@@ -629,6 +675,8 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
 
     Attributes
     ----------
+    head_ : "fine-tuned"
+        The head kept: always the whole network trained with AdamW.
     frozen_encoder_ : bool
         Always False: the whole network trains from random weights.
     network_ : torch.nn.Module
@@ -661,6 +709,14 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         rest of the row at fit (a Bonferroni-corrected correlation test): each
         gets an indicator channel at the network's input. Values missing
         completely at random get none.
+    center_ : ndarray of shape (n_features_in_,)
+        Each numeric column's center over every row of ``X`` at fit, in
+        float64: its mean, or its minimum when it holds two values (0 for a
+        categorical column). The network reads ``(x - center_) / scale_``, so
+        results do not depend on the units of a numeric column.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each numeric column's scale at fit: its standard deviation, or the gap
+        between its two values (1 for a categorical or constant column).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

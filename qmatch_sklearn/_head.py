@@ -15,6 +15,8 @@ builds the same network from random weights (the supervised baselines).
 """
 
 import copy
+import inspect
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +43,7 @@ from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
 from ._precision import resolve_precision
+from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples
@@ -51,6 +54,9 @@ from .methods import QMatchEncoder
 #: fine-tuned together. Each task adds one head fitted in closed form on the
 #: frozen embeddings (``_classifier.LOGISTIC``, ``_regressor.RIDGE``).
 LINEAR, FINE_TUNED = "linear", "fine-tuned"
+
+#: Parameters that only the heads trained with AdamW read.
+ADAMW_PARAMS = ("lr", "weight_decay", "batch_size", "max_epochs", "patience", "scoring")
 
 #: The weights of the embedding block beside the input features over which the
 #: closed-form heads average (encoders with ``passthrough=True``); 0 is the input
@@ -105,6 +111,10 @@ def weigh_embedding_block(fit, features, n_embedding):
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
     return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS)), log_likelihoods
+
+
+def _same_value(a, b):
+    return type(a) is type(b) and a == b
 
 
 def _is_library_encoder(value):
@@ -164,7 +174,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
 
     Where the encoder network comes from (a mixin): ``_encoder_network(X,
     encoder_rows, seed, device)`` returning it and its output width (``X``: the
-    network's input rows; ``encoder_rows``: what an encoder fits on), ``_head_choices`` and
+    network's input rows; ``encoder_rows``: the rows as passed to ``fit``, which an encoder
+    fits on), ``_head_choices`` and
     ``_starting_network`` (which heads to train: on a frozen encoder, with it,
     or both), ``_encoder_skeleton()`` (the fitted encoder network's shape,
     untrained, for loading), ``_embedding_dim()`` and ``_fitted_with_missing()``.
@@ -245,28 +256,49 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             weights, validation_weights,
         )
 
-        # an encoder pretrained here reads the table itself (its categorical columns)
-        encoder_rows = X if self.is_categorical_ is None else table
-        encoder_network, embedding_dim = self._encoder_network(
-            X, encoder_rows, encoder_seed, device
-        )
-        has_validation = valid is not None or validation is not None
+        kinds = self._head_choices(valid is not None or validation is not None)
+        if kinds == (self._closed_form_head,):
+            self._warn_unused_training_params(len(targets))
+
+        # an encoder pretrained here reads the table itself (its categorical columns, its
+        # units): it fits the same center_ and scale_ on the same rows
+        encoder_network, embedding_dim = self._encoder_network(X, table, encoder_seed, device)
         candidates = [
-            self._train_head(kind, encoder_network, embedding_dim, supervised)
-            for kind in self._head_choices(has_validation)
+            (kind, *self._train_head(kind, encoder_network, embedding_dim, supervised))
+            for kind in kinds
         ]
         # Between a linear and a fine-tuned head, the better validation score wins.
         sign = 1 if self.scoring == "loss" else -1
-        result, frozen, network, attributes = min(
-            candidates, key=lambda c: 0 if c[0].best_score is None else sign * c[0].best_score
+        kind, result, frozen, network, attributes = min(
+            candidates, key=lambda c: 0 if c[1].best_score is None else sign * c[1].best_score
         )
         keep_trained(self, network, result, device)
         for name, value in {**self._head_attributes, **attributes}.items():
             setattr(self, name, value)
+        self.head_ = kind
         self.frozen_encoder_ = frozen
         self._shares_encoder_network = network[0] is encoder_network
         self._keep_targets(encoding)
         return self
+
+    def _warn_unused_training_params(self, n_labeled):
+        """Warn, before any training, when parameters of the AdamW heads were set
+        but the head is fitted in closed form (few labels, no validation set)."""
+        defaults = inspect.signature(type(self).__init__).parameters
+        unused = [
+            f"{name}={getattr(self, name)!r}" for name in ADAMW_PARAMS
+            if name in defaults and not _same_value(getattr(self, name), defaults[name].default)
+        ]
+        if unused:
+            warnings.warn(
+                f"{type(self).__name__}: {', '.join(unused)} not used. With {n_labeled} "
+                "labeled rows there is no validation set, so freeze_encoder='auto' fits the "
+                f"head in closed form (head_ = {self._closed_form_head!r}), without epochs. "
+                "Pass X_val and y_val, or freeze_encoder=True or False, to train the head "
+                "with AdamW.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _train_head(self, kind, encoder_network, embedding_dim, data):
         """Train one head of ``kind`` (``LINEAR``, ``FINE_TUNED`` or the task's
@@ -468,6 +500,21 @@ class PretrainedEncoderMixin:
             return getattr(fitted, "is_categorical_", None), getattr(fitted, "categories_", None)
         return super()._fit_categories(X)
 
+    def _fit_scaling(self, numeric, mask):
+        # a fitted, frozen encoder's network reads the columns in its own units (none:
+        # saved before they existed, its network reads them as they are)
+        if isinstance(self.encoder, FrozenEstimator):
+            fitted = self.encoder.estimator
+            center = getattr(fitted, "center_", None)
+            n_features = numeric.shape[1] if mask is None else len(mask)
+            if center is not None and len(center) != n_features:
+                raise ValueError(
+                    f"X has {n_features} features, but the encoder was fitted on "
+                    f"{len(center)} features."
+                )
+            return center, getattr(fitted, "scale_", None)
+        return super()._fit_scaling(numeric, mask)
+
 
 class RandomInitMixin(EncoderNetworkMixin):
     """The encoder network is built from the ``NETWORK_CONSTRAINTS`` parameters
@@ -478,6 +525,7 @@ class RandomInitMixin(EncoderNetworkMixin):
         missing = missing_values_layer(X)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
+        start_input_statistics(network, X, missing)
         self._keep_missing_values(missing)
         return network.to(device), self.embedding_dim
 

@@ -318,9 +318,22 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     ----------
     encoder_ : estimator
         The fitted encoder (before fine-tuning).
+    head_ : {"ridge", "linear", "fine-tuned"}
+        The head kept: ``"ridge"`` (fitted in closed form on the frozen
+        encoder, without epochs: few labels and no validation set),
+        ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"`` (AdamW
+        on encoder and head).
     frozen_encoder_ : bool
         Whether the kept head was trained on the frozen encoder (linear
         evaluation) rather than fine-tuned with it.
+    center_ : ndarray of shape (n_features_in_,)
+        Each numeric column's center over every row of ``X`` at fit, in
+        float64: its mean, or its minimum when it holds two values (0 for a
+        categorical column). The network reads ``(x - center_) / scale_``, so
+        results do not depend on the units of a numeric column.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each numeric column's scale at fit: its standard deviation, or the gap
+        between its two values (1 for a categorical or constant column).
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head, which
         outputs standardised targets.
@@ -492,6 +505,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
 
     Attributes
     ----------
+    head_ : "fine-tuned"
+        The head kept: always the whole network trained with AdamW.
     frozen_encoder_ : bool
         Always False: the whole network trains from random weights.
     network_ : torch.nn.Module
@@ -531,6 +546,14 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         rest of the row at fit (a Bonferroni-corrected correlation test): each
         gets an indicator channel at the network's input. Values missing
         completely at random get none.
+    center_ : ndarray of shape (n_features_in_,)
+        Each numeric column's center over every row of ``X`` at fit, in
+        float64: its mean, or its minimum when it holds two values (0 for a
+        categorical column). The network reads ``(x - center_) / scale_``, so
+        results do not depend on the units of a numeric column.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each numeric column's scale at fit: its standard deviation, or the gap
+        between its two values (1 for a categorical or constant column).
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

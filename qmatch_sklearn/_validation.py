@@ -8,20 +8,28 @@ from sklearn.utils.validation import validate_data
 
 from ._categorical import TableInputMixin, check_dtypes_unchanged, check_table
 from ._columns import column_position, name_positions
+from ._scaling import apply_scaling
+
+#: What ``check_features`` reads numbers as: float64 stays float64 until the columns are
+#: in the network's units (``_scaling.py``), float32 stays float32, anything else is float64.
+FLOAT_DTYPES = (np.float64, np.float32)
 
 
 def check_features(estimator, X, y="no_validation", *, reset):
-    """``validate_data`` to float32, with a hint when the input holds strings.
+    """``validate_data``, then each numeric column in the network's units, as float32.
 
     Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
     CSR: the engine densifies one batch at a time, so a wide one-hot matrix
     never exists densely in memory. Missing values (NaN) pass: the networks
-    take them natively (``_missing.py``); infinity raises.
+    take them natively (``_missing.py``); infinity raises. A hint is given
+    when the input holds strings.
 
     For an estimator with categorical columns (a
     :class:`~._categorical.TableInputMixin`), ``reset`` fits
     ``is_categorical_`` and ``categories_``, and the rows come back as the
     network's input, each categorical column one-hot (``_categorical.py``).
+    The numeric columns are mapped by ``center_`` and ``scale_``
+    (``_scaling.py``), fitted at ``reset`` through ``_fit_scaling``.
     """
     table = isinstance(estimator, TableInputMixin)
     if reset and table:
@@ -31,11 +39,13 @@ def check_features(estimator, X, y="no_validation", *, reset):
         if not reset and estimator._categorical_param() == "from_dtype":
             check_dtypes_unchanged(estimator, X)
         return check_table(estimator, X, y, reset=reset, mask=mask,
-                           categories=estimator.categories_, dtype=np.float32,
-                           ensure_all_finite="allow-nan")
+                           categories=estimator.categories_,
+                           numeric_map=lambda numeric: _in_network_units(
+                               estimator, numeric, reset, mask),
+                           dtype=FLOAT_DTYPES, ensure_all_finite="allow-nan")
     try:
-        return validate_data(
-            estimator, X, y, reset=reset, dtype=np.float32, accept_sparse="csr",
+        checked = validate_data(
+            estimator, X, y, reset=reset, dtype=FLOAT_DTYPES, accept_sparse="csr",
             ensure_all_finite="allow-nan",
         )
     except ValueError as error:
@@ -47,6 +57,26 @@ def check_features(estimator, X, y="no_validation", *, reset):
             "categorical_features='from_dtype'), name them in categorical_features, or "
             "encode them upstream, e.g. with a OneHotEncoder in a ColumnTransformer."
         ) from error
+    if isinstance(y, str) and y == "no_validation":
+        return _in_network_units(estimator, checked, reset)
+    X, y = checked
+    return _in_network_units(estimator, X, reset), y
+
+
+def _in_network_units(estimator, numeric, reset, mask=None):
+    """The numeric columns ``numeric`` (of ``X``'s columns where ``mask`` is
+    False) mapped by the estimator's ``center_`` and ``scale_`` (fitted here
+    at ``reset``), as float32. An estimator saved before the map existed has
+    none: its columns are read as they are, as its network was trained."""
+    if reset:
+        estimator.center_, estimator.scale_ = estimator._fit_scaling(numeric, mask)
+    center = getattr(estimator, "center_", None)
+    if center is None:
+        return apply_scaling(numeric, None, None)
+    scale = estimator.scale_
+    if mask is not None:
+        center, scale = center[~mask], scale[~mask]
+    return apply_scaling(numeric, center, scale)
 
 
 def holds_non_numbers(X):

@@ -151,8 +151,9 @@ def test_the_probabilities_are_the_weighted_mixture_and_survive_saving():
     weight = model.boosting_weight_
     assert 0.0 < weight <= 1.0
     proba = model.predict_proba(X)
-    network = softmax(model._network_outputs(X).astype(np.float64), axis=1)
-    trees = np.exp(tree_log_proba(model.boosted_trees_, X, model.boosting_temperature_))
+    logits, rows = model._network_outputs(X, return_rows=True)  # rows: the network's input
+    network = softmax(logits.astype(np.float64), axis=1)
+    trees = np.exp(tree_log_proba(model.boosted_trees_, rows, model.boosting_temperature_))
     np.testing.assert_allclose(proba, (1 - weight) * network + weight * trees, atol=1e-6)
     assert np.isfinite(model.decision_function(X)).all()
     with tempfile.TemporaryDirectory() as folder:

@@ -56,8 +56,8 @@ def one_hot_reference(X):
                           .fit(column.astype(object).where(column.notna(), "missing"))
                           .transform(column.astype(object).where(column.notna(), "missing")))
         else:
-            blocks.append(column.to_numpy(dtype=np.float32))
-    return np.hstack(blocks).astype(np.float32)
+            blocks.append(column.to_numpy(dtype=np.float64))
+    return np.hstack(blocks)  # float64, as the numeric columns came
 
 
 def test_from_dtype_finds_category_string_and_object_columns():
@@ -86,7 +86,11 @@ def test_passthrough_returns_the_one_hot_input_with_names():
     encoder = QMatchEncoder(**TINY, passthrough=True).fit(X)
     out = encoder.transform(X)
     reference = one_hot_reference(X)
-    np.testing.assert_array_equal(out[:, : reference.shape[1]], reference)
+    numeric = [0, 5]  # x1, x2: standardised; the one-hot blocks and the 0/1 flag as they are
+    reference[:, numeric] = (reference[:, numeric] - reference[:, numeric].mean(0)) / reference[
+        :, numeric].std(0)
+    np.testing.assert_allclose(out[:, : reference.shape[1]], reference, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(out[:, 1:5], reference[:, 1:5])
     # the missing category (row 3) and missing town (row 5) are blocks of zeros
     assert out[3, 1:5].sum() == 0 and out[5, 6:9].sum() == 0
     names = encoder.get_feature_names_out()
@@ -236,3 +240,13 @@ def test_transform_refuses_a_column_whose_kind_changed():
     with pytest.raises(ValueError, match=r"'colour' \(categorical at fit, dtype float64 now\), "
                                          r"'x2' \(numeric at fit, dtype (object|str) now\)"):
         encoder.transform(changed)
+
+
+def test_an_array_for_a_table_fitted_with_integer_column_names_is_refused_by_name():
+    X, _ = table()
+    X.columns = range(X.shape[1])  # no feature_names_in_: the names are not strings
+    encoder = QMatchEncoder(**TINY).fit(X)
+    categorical = ", ".join(map(str, np.flatnonzero(encoder.is_categorical_)))
+    with pytest.raises(ValueError, match=rf"categorical columns \({categorical}\); pass a "
+                                         "DataFrame"):
+        encoder.transform(X.to_numpy())

@@ -68,7 +68,9 @@ def test_frozen_encoder_trains_only_the_head(data):
         torch.testing.assert_close(after[key], value)
         torch.testing.assert_close(encoder.network_.state_dict()[key], value)
     np.testing.assert_allclose(
-        clf.network_[0](torch.tensor(X[:5], dtype=torch.float32)).numpy(),
+        # the network reads the rows in the encoder's units
+        clf.network_[0](torch.tensor((X[:5] - encoder.center_) / encoder.scale_,
+                                     dtype=torch.float32)).numpy(),
         encoder.transform(X[:5]),
         rtol=1e-5, atol=1e-6,
     )

@@ -227,5 +227,6 @@ def test_adamw_steps_with_the_fused_kernel_where_torch_has_one(X, monkeypatch):
     looped = QMatchEncoder(**params).fit(X)
     assert made[-1] is False
     # a gradient entry near zero can flip the sign of its ~lr-sized first Adam update
-    difference = np.abs(fused.transform(X) - looped.transform(X))
-    assert difference.mean() < 1e-3 and difference.max() < 1e-2
+    Z = fused.transform(X)
+    difference = np.abs(Z - looped.transform(X))
+    assert difference.mean() < 2e-3 * np.abs(Z).mean() and difference.max() < 1e-2

@@ -159,7 +159,9 @@ def test_an_indicated_missing_entry_is_not_the_same_as_its_fill_value(wine):
     encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
     np.testing.assert_array_equal(encoder.missing_features_, [1, 2, 3, 4])
     np.testing.assert_array_equal(encoder.missing_indicators_, [1])
-    filled = np.where(np.isnan(X), encoder.network_[0].fill_values.numpy(), X)
+    # the fill values are in the network's units: back in X's
+    fill_values = encoder.network_[0].fill_values.numpy() * encoder.scale_ + encoder.center_
+    filled = np.where(np.isnan(X), fill_values, X)
     assert not np.allclose(encoder.transform(filled), encoder.transform(X))
     # an entry missing completely at random is its column's fill value
     random_filled = filled.copy()

@@ -32,13 +32,15 @@ def test_transform_puts_the_input_before_the_embedding(name, wine):
     Z = both.transform(X)
     assert Z.shape == (len(X), X.shape[1] + plain.embedding_dim)
     assert Z.dtype == np.float32
-    np.testing.assert_array_equal(Z[:, : X.shape[1]], X)
+    # the input in the network's units: each column standardised over the fit rows
+    inputs = (X - X.mean(0)) / X.std(0)
+    np.testing.assert_allclose(Z[:, : X.shape[1]], inputs, atol=1e-5)
     # the embedding, standardised over the fit rows and scaled to the input's total variance
     embedding = plain.transform(X)
     np.testing.assert_allclose(
         Z[:, X.shape[1] :], (embedding - embedding.mean(0)) / embedding.std(0)
-        * np.sqrt(X.var(0).sum() / plain.embedding_dim), rtol=1e-3, atol=1e-3)
-    np.testing.assert_allclose(Z[:, X.shape[1] :].var(0).sum(), X.var(0).sum(), rtol=1e-3)
+        * np.sqrt(inputs.var(0).sum() / plain.embedding_dim), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(Z[:, X.shape[1] :].var(0).sum(), X.shape[1], rtol=1e-3)
 
 
 def test_sparse_input_gives_sparse_output(wine):
@@ -107,7 +109,8 @@ def test_the_balance_of_many_rows_comes_from_a_sample_within_its_standard_error(
     params = tiny_encoder_params(max_epochs=1, passthrough=True)
     encoder = QMatchEncoder(**params).fit(X)
     Z = encoder.set_params(passthrough=False).transform(X)
-    mean, scale = embedding_balance(X, Z)
+    inputs = (X - encoder.center_) / encoder.scale_  # the rows in the network's units
+    mean, scale = embedding_balance(inputs, Z)
     # one standard error is 1/sqrt(2 n) = 0.8% of a scale, 1/sqrt(n) = 1.1% of a
     # column's deviation for its mean: allow 5
     np.testing.assert_allclose(encoder.embedding_scale_, scale, rtol=0.04)
@@ -119,7 +122,8 @@ def test_the_balance_of_many_rows_comes_from_a_sample_within_its_standard_error(
     chunked = QMatchEncoder(**params).partial_fit(X)
     mean = chunked.embedding_mean_
     Z = chunked.set_params(passthrough=False).transform(X[rows])
-    np.testing.assert_allclose(mean, embedding_balance(X[rows], Z)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mean, embedding_balance(inputs[rows], Z)[0], rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_a_frozen_logistic_head_on_both_matches_logistic_regression_on_transform(wine):

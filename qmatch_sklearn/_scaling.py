@@ -1,0 +1,184 @@
+"""Numeric columns in the network's units: results that do not depend on the user's units.
+
+A raw table keeps its natural units: incomes of ~1e4, populations of ~1e5,
+years near 2000. Everything downstream of the input reads it unscaled
+otherwise: the input feature block of ``passthrough=True``, the balance of
+the embedding block against it (``_passthrough.py``), the closed-form heads
+that penalise every weight alike, and the encoder's input batch norm, whose
+running statistics start at 0/1 and so describe columns far from zero badly
+during the first epochs (falsely low validation losses that early stopping
+keeps). Every estimator therefore maps each numeric column of ``X`` to the
+network's units with an affine map fitted at ``fit`` on all its rows
+(unlabeled ones included: no label is read), in float64, before the rows
+become float32:
+
+    x'_j = (x_j - center_j) / scale_j
+
+- a column with more than two distinct observed values is standardised:
+  ``center_j`` its mean and ``scale_j`` its standard deviation over the
+  observed (non-NaN) entries, as ``StandardScaler`` does (the few-label
+  benchmark's preprocessing);
+- a column with two observed values (an indicator, a one-hot column made
+  upstream) goes to {0, 1}: ``center_j`` its minimum, ``scale_j`` the gap, so a
+  0/1 column is left exactly as it is and a yes/no column in any other
+  coding becomes the same 0/1 column;
+- a constant column becomes 0 (``scale_j`` = 1).
+
+Each case is invariant to a column's affine units: ``a * x + b`` with any
+``a > 0`` and any ``b`` maps to the same ``x'``. Missing entries stay NaN
+(the missing-values layer then fills them with the column's mean, 0). The
+internal one-hot blocks of categorical columns have no units and are not
+mapped. Sparse input is never densified: its columns are divided by the
+scale (the standard deviation over all entries, implicit zeros included, or
+the largest absolute value of a two-valued column) and not centred, as
+``StandardScaler(with_mean=False)`` does; the encoder's input batch norm
+centres them.
+
+Standardisation rather than a quantile-normal map (the paper's
+preprocessing): it is the map of the few-label benchmark's preprocessed path,
+which the estimators were tuned on, so a raw table and the same table
+standardised upstream give the same network input; and it is exact and
+invertible, so a column with a few extreme values keeps them in order and
+apart. Preprocess in a Pipeline (e.g. ``QuantileTransformer``) for another map.
+
+The encoder's input batch norm then starts from the moments of the network's
+input over the fit rows (:func:`start_input_statistics`), so that the
+validation loss of the first epoch is computed with statistics that describe
+the data, not the initial 0/1.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from ._missing import fill_and_indicate
+from ._networks import Encoder
+
+#: Rows per block of the float64 passes over a dense X.
+BLOCK_ROWS = 8192
+
+
+def _blocks(X):
+    for start in range(0, X.shape[0], BLOCK_ROWS):
+        yield np.asarray(X[start : start + BLOCK_ROWS], dtype=np.float64)
+
+
+def _observed_moments(X):
+    """Per column of dense ``X``: the count, mean, minimum and maximum of its
+    observed entries, in float64 (one pass in row blocks)."""
+    n_features = X.shape[1]
+    count = np.zeros(n_features)
+    total = np.zeros(n_features)
+    low = np.full(n_features, np.inf)
+    high = np.full(n_features, -np.inf)
+    for block in _blocks(X):
+        observed = ~np.isnan(block)
+        count += observed.sum(axis=0)
+        total += np.where(observed, block, 0.0).sum(axis=0)
+        low = np.minimum(low, np.where(observed, block, np.inf).min(axis=0))
+        high = np.maximum(high, np.where(observed, block, -np.inf).max(axis=0))
+    mean = total / np.maximum(count, 1)
+    return count, mean, low, high
+
+
+def _dense_scaling(X):
+    count, mean, low, high = _observed_moments(X)
+    squares = np.zeros(X.shape[1])
+    others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
+    for block in _blocks(X):
+        observed = ~np.isnan(block)
+        squares += (np.where(observed, block - mean, 0.0) ** 2).sum(axis=0)
+        others |= (observed & (block != low) & (block != high)).any(axis=0)
+    std = np.sqrt(squares / np.maximum(count, 1))
+    two_valued = ~others
+    center = np.where(two_valued, low, mean)
+    scale = np.where(two_valued, high - low, std)
+    center[count == 0] = 0.0  # no observed value: refused later, by the missing-values layer
+    return center, np.where(scale > 0, scale, 1.0)
+
+
+def _sparse_scaling(X):
+    X = sp.csr_matrix(X, dtype=np.float64)
+    n_rows, n_features = X.shape
+    data, columns = X.data, X.indices
+    observed = ~np.isnan(data)
+    data, columns = data[observed], columns[observed]
+    count = n_rows - np.bincount(X.indices[~observed], minlength=n_features)
+    mean = np.bincount(columns, data, minlength=n_features) / np.maximum(count, 1)
+    # implicit zeros are entries too: (count - stored) of them, each (0 - mean)^2
+    stored = np.bincount(columns, minlength=n_features)
+    squares = np.bincount(columns, (data - mean[columns]) ** 2, minlength=n_features)
+    squares += (count - stored) * mean**2
+    std = np.sqrt(squares / np.maximum(count, 1))
+    largest = np.zeros(n_features)
+    np.maximum.at(largest, columns, np.abs(data))
+    nonzero = data != 0
+    first = np.zeros(n_features)
+    first[columns[nonzero]] = data[nonzero]  # one of each column's non-zero values
+    others = np.zeros(n_features, dtype=bool)
+    others[columns[nonzero & (data != first[columns])]] = True
+    scale = np.where(others, std, largest)
+    return np.zeros(n_features), np.where(scale > 0, scale, 1.0)
+
+
+def fit_scaling(X):
+    """``(center, scale)``, float64 arrays of one entry per column of ``X``
+    (dense or CSR, NaN for missing), as the module docstring describes."""
+    return _sparse_scaling(X) if sp.issparse(X) else _dense_scaling(X)
+
+
+def apply_scaling(X, center, scale):
+    """``(X - center) / scale`` as float32 (CSR stays CSR, only scaled), computed
+    in float64 in row blocks; ``center`` None: ``X`` as float32 (an estimator
+    saved before the scaling existed)."""
+    if center is None:
+        return X.astype(np.float32, copy=False)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        data = X.data.astype(np.float64) / scale[X.indices]
+        return sp.csr_matrix((data.astype(np.float32), X.indices.copy(), X.indptr.copy()),
+                             shape=X.shape)
+    out = np.empty(X.shape, dtype=np.float32)
+    for start in range(0, X.shape[0], BLOCK_ROWS):
+        block = np.asarray(X[start : start + BLOCK_ROWS], dtype=np.float64)
+        # beyond float32's range is infinity: the network's output check names it
+        with np.errstate(over="ignore"):
+            out[start : start + BLOCK_ROWS] = (block - center) / scale
+    return out
+
+
+def input_moments(X, missing=None):
+    """Mean and (biased) variance of each column of the encoder's input: the
+    rows ``X`` (float32, dense or CSR) through the missing-values layer
+    ``missing`` (filled, then indicators), in float64."""
+    total = squares = 0.0
+    for start in range(0, X.shape[0], BLOCK_ROWS):
+        block = X[start : start + BLOCK_ROWS]
+        if missing is not None:
+            block = fill_and_indicate(block, missing)
+        if sp.issparse(block):
+            total = total + np.asarray(block.sum(axis=0, dtype=np.float64)).ravel()
+            squares = squares + np.asarray(
+                block.multiply(block).sum(axis=0, dtype=np.float64)).ravel()
+        else:
+            block = np.asarray(block, dtype=np.float64)
+            total = total + block.sum(axis=0)
+            squares = squares + np.einsum("ij,ij->j", block, block)
+    mean = total / X.shape[0]
+    return mean, np.maximum(squares / X.shape[0] - mean**2, 0.0)
+
+
+@torch.no_grad()
+def start_input_statistics(module, X, missing=None):
+    """Set the running statistics of the input batch norm of every built-in
+    :class:`~._networks.Encoder` in ``module`` (a student and its teacher
+    copies alike) to the moments of the encoder's input over the rows ``X``
+    (:func:`input_moments`), instead of torch's initial 0/1. A network of the
+    user's own (``architecture=``) is left as it is."""
+    norms = [m[0] for m in module.modules() if isinstance(m, Encoder)]
+    if not norms:
+        return
+    mean, variance = input_moments(X, missing)
+    for norm in norms:
+        norm.running_mean.copy_(torch.as_tensor(mean, dtype=norm.running_mean.dtype))
+        norm.running_var.copy_(torch.as_tensor(variance, dtype=norm.running_var.dtype))

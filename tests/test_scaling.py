@@ -1,0 +1,241 @@
+"""Results that do not depend on the units of a numeric column (``_scaling.py``)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.model_selection import train_test_split
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
+from qmatch_sklearn._scaling import apply_scaling, fit_scaling, input_moments
+
+from .conftest import tiny_encoder_params
+
+WINE = load_wine().data
+
+#: The units the issue names: factors a in [1e-3, 1e5], offsets b in [-1e4, 1e4].
+factors = st.floats(1e-3, 1e5)
+offsets = st.floats(-1e4, 1e4)
+
+
+def units(n_columns):
+    return st.tuples(st.lists(factors, min_size=n_columns, max_size=n_columns),
+                     st.lists(offsets, min_size=n_columns, max_size=n_columns))
+
+
+@settings(max_examples=60, deadline=None)
+@given(ab=units(WINE.shape[1]), missing=st.floats(0.0, 0.3), seed=st.integers(0, 2**16))
+def test_the_network_input_does_not_depend_on_the_units(ab, missing, seed):
+    a, b = map(np.asarray, ab)
+    X = WINE.copy()
+    X[np.random.default_rng(seed).random(X.shape) < missing] = np.nan
+    X[0] = WINE[0]  # every column keeps an observed value
+    reference = apply_scaling(X, *fit_scaling(X))
+    rescaled = a * X + b
+    mapped = apply_scaling(rescaled, *fit_scaling(rescaled))
+    np.testing.assert_array_equal(np.isnan(mapped), np.isnan(X))
+    np.testing.assert_allclose(mapped, reference, atol=1e-4, equal_nan=True)
+    # standardised over the observed entries
+    np.testing.assert_allclose(np.nanmean(mapped, axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(np.nanstd(mapped, axis=0), 1.0, atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=factors, b=offsets, low=st.floats(-50, 50), gap=st.floats(0.1, 50),
+       seed=st.integers(0, 2**16))
+def test_a_two_valued_column_becomes_0_1_and_a_constant_one_0(a, b, low, gap, seed):
+    rng = np.random.default_rng(seed)
+    flags = rng.integers(0, 2, 40)
+    flags[:2] = (0, 1)
+    X = np.column_stack([a * (low + gap * flags) + b, np.full(40, b)])
+    mapped = apply_scaling(X, *fit_scaling(X))
+    np.testing.assert_allclose(mapped[:, 0], flags, atol=1e-5)
+    np.testing.assert_array_equal(mapped[:, 1], 0.0)
+    zero_one = flags[:, None].astype(float)
+    np.testing.assert_array_equal(apply_scaling(zero_one, *fit_scaling(zero_one)), zero_one)
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=st.lists(factors, min_size=6, max_size=6), seed=st.integers(0, 2**16))
+def test_sparse_columns_are_scaled_not_centred_and_stay_sparse(a, seed):
+    rng = np.random.default_rng(seed)
+    dense = rng.normal(size=(50, 6)) * (rng.random((50, 6)) < 0.3)
+    dense[:, 5] = 3.0 * (rng.random(50) < 0.5)  # a two-valued column with implicit zeros
+    dense[:2, 5] = (0.0, 3.0)
+    X = sp.csr_matrix(dense * np.asarray(a))
+    center, scale = fit_scaling(X)
+    mapped = apply_scaling(X, center, scale)
+    assert sp.issparse(mapped) and mapped.dtype == np.float32 and mapped.nnz == X.nnz
+    np.testing.assert_array_equal(center, 0.0)
+    reference = apply_scaling(sp.csr_matrix(dense), *fit_scaling(sp.csr_matrix(dense)))
+    np.testing.assert_allclose(mapped.toarray(), reference.toarray(), atol=1e-5)
+    np.testing.assert_allclose(mapped.toarray()[:, :5].std(axis=0), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(np.unique(mapped.toarray()[:, 5]), [0.0, 1.0])
+
+
+def test_sparse_statistics_equal_the_dense_ones():
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(200, 4)) * (rng.random((200, 4)) < 0.4)
+    dense[rng.random((200, 4)) < 0.1] = np.nan
+    _, scale = fit_scaling(sp.csr_matrix(dense))
+    np.testing.assert_allclose(scale, np.nanstd(np.where(dense == 0, 0, dense), axis=0))
+
+
+def test_input_moments_are_those_of_the_encoders_input():
+    X = apply_scaling(WINE, *fit_scaling(WINE))
+    mean, variance = input_moments(X)
+    np.testing.assert_allclose(mean, X.astype(np.float64).mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(variance, X.astype(np.float64).var(axis=0), atol=1e-5)
+    blocks = sp.vstack([sp.csr_matrix(X)] * 3)
+    np.testing.assert_allclose(input_moments(blocks)[1], variance, atol=1e-5)
+
+
+def test_the_input_batch_norm_starts_from_the_datas_moments():
+    X = WINE * 100 + 1000
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=1))
+    encoder._validate_params()
+    _, _, module, *_ = encoder._start(X)
+    for norm in (module.encoder[0], module.teacher[0][0]):
+        np.testing.assert_allclose(norm.running_mean.numpy(), 0.0, atol=1e-5)
+        np.testing.assert_allclose(norm.running_var.numpy(), 1.0, atol=1e-5)
+
+
+def test_early_stopping_is_not_fooled_by_an_offset():
+    # the issue's table: with running statistics starting at 0/1 the offset made epoch 5
+    # look best and stopped the run at epoch 37
+    X, _ = make_classification(2000, 20, n_informative=10, random_state=0)
+    params = tiny_encoder_params(max_epochs=30, patience=5, hidden_sizes=(64,))
+    plain = QMatchEncoder(**params).fit(X)
+    shifted = QMatchEncoder(**params).fit(X + 1000)
+    assert shifted.best_epoch_ == plain.best_epoch_ > 5
+    # the same run up to float32 rounding, which training amplifies a little
+    Z = plain.transform(X)
+    assert np.abs(shifted.transform(X + 1000) - Z).mean() < 0.05 * np.abs(Z).mean()
+
+
+def _rescale(X, ab, columns):
+    a, b = map(np.asarray, ab)
+    X = X.copy()
+    X[:, columns] = a[: len(columns)] * X[:, columns] + b[: len(columns)]
+    return X
+
+
+def _classifier_accuracy(X_train, y_train, X_test, y_test, seed):
+    classifier = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(
+        random_state=seed, passthrough=True, max_epochs=5)), random_state=seed)
+    return accuracy_score(y_test, classifier.fit(X_train, y_train).predict(X_test))
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0,
+                                                        stratify=y)
+    y_semi = np.where(np.random.default_rng(0).random(len(y_train)) < 0.1, y_train, -1)
+    spread = abs(_classifier_accuracy(X_train, y_semi, X_test, y_test, 0)
+                 - _classifier_accuracy(X_train, y_semi, X_test, y_test, 1))
+    return X_train, y_semi, X_test, y_test, max(spread, 2 / len(y_test))
+
+
+@settings(max_examples=4, deadline=None)
+@given(ab=units(30), columns=st.lists(st.integers(0, 29), min_size=1, max_size=30,
+                                      unique=True))
+def test_classifier_accuracy_does_not_depend_on_the_units(cancer, ab, columns):
+    X_train, y_semi, X_test, y_test, spread = cancer
+    reference = _classifier_accuracy(X_train, y_semi, X_test, y_test, 0)
+    rescaled = _classifier_accuracy(_rescale(X_train, ab, columns), y_semi,
+                                    _rescale(X_test, ab, columns), y_test, 0)
+    assert abs(rescaled - reference) <= spread
+
+
+@settings(max_examples=3, deadline=None)
+@given(ab=units(10), columns=st.lists(st.integers(0, 9), min_size=1, max_size=10, unique=True))
+def test_regressor_r2_does_not_depend_on_the_units(ab, columns):
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = X[:300], X[300:], y[:300], y[300:]
+
+    def r2(X_train, X_test, seed=0):
+        regressor = QMatchRegressor(QMatchEncoder(**tiny_encoder_params(
+            random_state=seed, passthrough=True, max_epochs=5)), random_state=seed)
+        return r2_score(y_test, regressor.fit(X_train, y_train).predict(X_test))
+
+    spread = max(abs(r2(X_train, X_test) - r2(X_train, X_test, seed=1)), 0.01)
+    assert abs(r2(_rescale(X_train, ab, columns), _rescale(X_test, ab, columns))
+               - r2(X_train, X_test)) <= spread
+
+
+@settings(max_examples=3, deadline=None)
+@given(ab=units(13), columns=st.lists(st.integers(0, 12), min_size=1, max_size=13, unique=True))
+def test_encoder_and_logistic_regression_do_not_depend_on_the_units(ab, columns):
+    X, y = load_wine(return_X_y=True)
+    encoder_params = tiny_encoder_params(passthrough=True, max_epochs=10)
+
+    def accuracy(X):
+        Z = QMatchEncoder(**encoder_params).fit(X).transform(X)
+        labeled = np.arange(len(y)) % 10 == 0
+        model = LogisticRegression(max_iter=1000).fit(Z[labeled], y[labeled])
+        return accuracy_score(y[~labeled], model.predict(Z[~labeled]))
+
+    assert abs(accuracy(_rescale(X, ab, columns)) - accuracy(X)) <= 2 / len(y)
+
+
+def test_a_raw_table_with_categories_and_missing_values_in_any_units():
+    X, y = load_wine(return_X_y=True, as_frame=True)
+    X = X.assign(color=pd.Categorical(np.where(X["color_intensity"] > 5, "dark", "light")))
+    X.loc[::7, "alcohol"] = np.nan
+    y_semi = np.where(np.arange(len(y)) % 5 == 0, y, -1)
+    in_cents = X.assign(proline=X["proline"] * 1e4 + 5e5, alcohol=X["alcohol"] * 1e-3 - 7)
+
+    def fitted(X):
+        return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0).fit(X, y_semi)
+
+    plain, rescaled = fitted(X), fitted(in_cents)
+    np.testing.assert_allclose(rescaled.predict_proba(in_cents), plain.predict_proba(X),
+                               atol=1e-3)
+    assert plain.scale_[-1] == 1.0 and plain.center_[-1] == 0.0  # the categorical column
+
+
+def test_the_logistic_head_converges_on_a_raw_table_with_large_units():
+    X, y = load_wine(return_X_y=True)
+    X = X * 1e5 + 1e4
+    y_semi = np.where(np.arange(len(y)) % 8 == 0, y, -1)
+    classifier = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                  random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        classifier.fit(X, y_semi)
+    assert classifier.head_ == "logistic"
+    assert classifier.embedding_weight_ > 1e-3
+
+
+def test_unused_training_parameters_are_named_once_before_training():
+    X, y = load_wine(return_X_y=True)
+    y_semi = np.where(np.arange(len(y)) % 8 == 0, y, -1)
+    classifier = QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), max_epochs=50,
+                                  lr=0.01)
+    with pytest.warns(UserWarning, match=r"lr=0\.01, max_epochs=50 not used") as record:
+        classifier.fit(X, y_semi)
+    assert len([w for w in record if "not used" in str(w.message)]) == 1
+    assert classifier.head_ == "logistic"
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        QMatchClassifier(QMatchEncoder(**tiny_encoder_params())).fit(X, y_semi)
+    assert not [w for w in record if "not used" in str(w.message)]
+
+
+def test_head_names_the_head_trained_with_adamw():
+    X, y = load_wine(return_X_y=True)
+    classifier = QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), freeze_encoder=False,
+                                  max_epochs=2).fit(X, y)
+    assert classifier.head_ == "fine-tuned"
+    regressor = QMatchRegressor(QMatchEncoder(**tiny_encoder_params())).fit(X, y.astype(float))
+    assert regressor.head_ == "ridge"
