@@ -168,8 +168,9 @@ class BasePretextEncoder(
         Returns
         -------
         self : object
-            The encoder, fitted on the chunks seen so far. With
-            ``passthrough=True`` the balance of the embedding block
+            The encoder, fitted on the chunks seen so far. The numeric
+            columns' units (``center_``, ``scale_``) are those of the first
+            chunk; with ``passthrough=True`` the balance of the embedding block
             (``embedding_mean_``, ``embedding_scale_``) is that of the last chunk.
         """
         net = getattr(self, "_partial_net", None)

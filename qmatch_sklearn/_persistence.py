@@ -23,6 +23,7 @@ from sklearn.frozen import FrozenEstimator
 from skorch.history import History
 
 from ._device import resolve_device
+from ._file_schema import Refused, check_attributes, check_weights, checked_params
 from ._networks import isolated_global_rng
 from ._version import __version__
 
@@ -220,6 +221,26 @@ class _Writer:
         )
 
 
+def _is_number(item):
+    return isinstance(item, (int, float)) and not isinstance(item, bool)
+
+
+#: What an item of a JSON array may be, by the array's dtype kind.
+_ITEM_KINDS = {
+    "b": lambda item: isinstance(item, bool),
+    "i": lambda item: isinstance(item, int) and not isinstance(item, bool),
+    "u": lambda item: isinstance(item, int) and not isinstance(item, bool) and item >= 0,
+    "f": _is_number,
+    "U": lambda item: isinstance(item, str),
+    "O": lambda item: isinstance(item, str),
+}
+
+
+def _expect(condition, path, message):
+    if not condition:
+        raise Refused(path or "the top", message)
+
+
 def _is_json_array(array):
     """Arrays of numbers, booleans or strings (str dtype, or object dtype holding str)."""
     if array.dtype.kind in NUMERIC_KINDS + "U":
@@ -236,17 +257,41 @@ class _Reader:
         self._built = {}  # path -> estimator already rebuilt
 
     def estimator(self, node, path):
+        """The estimator that ``node`` describes, once everything about it is checked
+        (``_file_schema.py``)."""
+        def field(name):
+            return _join(path, name)
+
+        _expect(isinstance(node, dict) and set(node) == {"__type__", "class", "params",
+                                                         "attributes"}
+                and isinstance(node["params"], dict) and isinstance(node["attributes"], dict),
+                path, "an estimator entry holds __type__, class, params and attributes.")
         classes = _loadable_classes()
-        cls = classes.get(node["class"])
+        cls = classes.get(node["class"]) if isinstance(node["class"], str) else None
         if cls is None:
-            raise ValueError(
-                f"Refusing to load class {node['class']!r} (at {path or 'the top'}): "
-                f"qmatch_sklearn.load rebuilds only {', '.join(sorted(classes))}."
+            raise Refused(
+                path or "the top",
+                f"refusing to load class {node['class']!r}: qmatch_sklearn.load rebuilds "
+                f"only {', '.join(sorted(classes))}.",
             )
-        state = {
-            key: self.value(value, _join(path, key))
-            for key, value in {**node["params"], **node["attributes"]}.items()
-        }
+        params = checked_params(
+            cls, {key: self.value(value, field(key)) for key, value in node["params"].items()},
+            field,
+        )
+        attributes = {key: self.value(value, field(key))
+                      for key, value in node["attributes"].items()}
+        try:
+            check_attributes(cls, params, attributes, field)
+            if "network_" in attributes:
+                weights = attributes["network_"]
+                _expect(isinstance(weights, dict), field("network_"), "network_ must be weights.")
+                check_weights(cls, params, attributes, weights, field)
+        except Refused:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            # a check that met a value of a kind it did not expect: refused all the same
+            raise Refused(path or "the top", f"{type(error).__name__}: {error}") from None
+        state = {**params, **attributes}
         if issubclass(cls, PersistenceMixin):
             state[VERSION_KEY] = self.version
         estimator = cls.__new__(cls)
@@ -262,26 +307,53 @@ class _Reader:
         kind = node.get("__type__")
         if kind == "estimator":
             return self.estimator(node, path)
+        try:
+            return self._typed_value(kind, node, path)
+        except Refused:
+            raise
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
+            raise Refused(path, f"a malformed {kind!r} entry ({type(error).__name__}: "
+                                f"{error}).") from None
+
+    def _typed_value(self, kind, node, path):
         if kind == "same_estimator":
+            _expect(node["path"] in self._built, path, "it names no estimator read before.")
             return self._built[node["path"]]
         if kind == "weights":
-            return {key: self.tensors[name] for key, name in node["tensors"].items()}
+            return {key: self._tensor(name, _join(path, key))
+                    for key, name in node["tensors"].items()}
         if kind == "tuple":
             return tuple(self.value(item, _join(path, i)) for i, item in enumerate(node["items"]))
         if kind == "dict":
+            _expect(isinstance(node["items"], dict), path, "a dict entry holds items.")
             return {key: self.value(item, _join(path, key)) for key, item in node["items"].items()}
         if kind == "tensor":
-            return self.tensors[node["name"]]
+            return self._tensor(node["name"], path)
         if kind == "array":
             dtype = np.dtype(node["dtype"])
-            return np.array(node["items"], dtype=dtype).reshape(node["shape"])
+            _expect(dtype.kind in _ITEM_KINDS, path, f"arrays of {dtype} are not read.")
+            items = node["items"]
+            _expect(isinstance(items, list) and all(map(_ITEM_KINDS[dtype.kind], items)), path,
+                    f"an array of {dtype} holds items of another kind.")
+            shape = tuple(node["shape"])
+            _expect(all(isinstance(n, int) and n >= 0 for n in shape)
+                    and int(np.prod(shape)) == len(node["items"]), path,
+                    f"shape {list(shape)} does not hold its {len(node['items'])} items.")
+            return np.array(node["items"], dtype=dtype).reshape(shape)
         if kind == "scalar":
-            return np.dtype(node["dtype"]).type(node["value"])
+            dtype = np.dtype(node["dtype"])
+            _expect(dtype.kind in NUMERIC_KINDS, path, f"scalars of {dtype} are not read.")
+            return dtype.type(node["value"])
         if kind == "RandomState":
             random_state = np.random.RandomState()
             random_state.set_state(self.value(node["state"], path))
             return random_state
-        raise ValueError(f"Unknown entry {kind!r} at {path!r} of a qmatch_sklearn file.")
+        raise Refused(path, f"unknown entry {kind!r}.")
+
+    def _tensor(self, name, path):
+        _expect(isinstance(name, str) and name in self.tensors, path,
+                f"the file holds no tensor {name!r}.")
+        return self.tensors[name]
 
 
 def save(estimator, path):
@@ -364,8 +436,13 @@ def load(path):
     Raises
     ------
     ValueError
-        If the file is not a qmatch_sklearn file, or names a class other than
-        the library's estimators.
+        If the file is not a qmatch_sklearn file, names a class other than
+        the library's estimators, or holds anything such an estimator does
+        not: an unknown or out-of-range parameter, an unknown fitted
+        attribute or one of another type or shape, tensors other than those
+        of the network its parameters describe. The message names the file
+        and the field. Everything is checked before any network is built, so
+        the memory ``load`` uses is bounded by the file's size.
 
     See Also
     --------
@@ -395,15 +472,28 @@ def load(path):
                     f"{path} is a safetensors file, but not one written by qmatch_sklearn.save."
                 )
             tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (not iterable)
-    except SafetensorError as error:
+    except (SafetensorError, OSError, TypeError) as error:
         raise ValueError(
             f"{path} is not a file written by qmatch_sklearn.save ({error})."
         ) from error
-    document = json.loads(metadata["document"])
-    if document["format_version"] not in READABLE_VERSIONS:
-        raise ValueError(
-            f"{path} has format version {document['format_version']}; this qmatch_sklearn "
-            f"({__version__}) reads versions {', '.join(map(str, READABLE_VERSIONS))}."
-        )
-    reader = _Reader(tensors, document["qmatch_sklearn_version"])
-    return reader.estimator(document["estimator"], "")
+    try:
+        document = json.loads(metadata.get("document", ""))
+        _expect(isinstance(document, dict)
+                and set(document) == {"format_version", "qmatch_sklearn_version", "estimator"},
+                "", "the document holds format_version, qmatch_sklearn_version and estimator.")
+        if document["format_version"] not in READABLE_VERSIONS:
+            raise Refused(
+                "format_version",
+                f"format version {document['format_version']!r}; this qmatch_sklearn "
+                f"({__version__}) reads versions {', '.join(map(str, READABLE_VERSIONS))}.",
+            )
+        _expect(isinstance(document["qmatch_sklearn_version"], str), "qmatch_sklearn_version",
+                "the version is a string.")
+        reader = _Reader(tensors, document["qmatch_sklearn_version"])
+        return reader.estimator(document["estimator"], "")
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: its JSON document does not parse ({error}).") from None
+    except Refused as error:
+        raise ValueError(f"{path}: refused at {error.field}: {error}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: its JSON document nests too deeply.") from None

@@ -56,6 +56,9 @@ def test_fewlabel_runs_resumes_and_reports(monkeypatch, tmp_path):
     assert "## Config `smoke`" in report
     assert "| tiny_mixed | test | 178 | 5 | 3 |" in report  # colour: categorical, with NaN
     assert "**mean of 1 tables**" in report
+    # ours on the raw table (NaN and the category read natively) beside the preprocessed call
+    assert "### Ours on the raw table vs on the preprocessed one" in report
+    assert "| qmatch_clf | tiny_mixed |" in report and "| qmatch_lr | tiny_mixed |" in report
     assert (tmp_path / "fewlabel.png").exists()
     _fewlabel_tables.load_table.cache_clear()
 

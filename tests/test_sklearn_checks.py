@@ -19,8 +19,9 @@ _UNLABELED = (
 )
 _FLOAT32_ROUNDING = (
     "float32 matrix products can round differently for a batch of another size (the BLAS "
-    "picks kernels by shape): rare differences of ~1e-7 exceed this check's atol=1e-7. "
-    "tests/test_encoder.py checks the same invariance at float32 tolerance."
+    "picks kernels by shape): differences up to ~2e-7 exceed this check's atol=1e-7 (the "
+    "subset check on every run here, the order check on some BLAS). tests/test_encoder.py "
+    "checks the same invariance at float32 tolerance."
 )
 _EVERY_ESTIMATOR = {
     "check_methods_subset_invariance": _FLOAT32_ROUNDING,

@@ -1,0 +1,363 @@
+"""What a file written by ``save`` may hold: ``load`` checks it all before it builds anything.
+
+A file is input from outside, so its header is never trusted. For each
+estimator in it, before its network is built:
+
+- the parameters are exactly the class's (a missing one, from a file of an
+  earlier version, takes its default) and satisfy its
+  ``_parameter_constraints``, as ``fit`` would check them;
+- the fitted attributes are known by name, so none can shadow a method, and
+  each has its type and its shape relation to the parameters and to the other
+  attributes (``center_`` has ``n_features_in_`` entries, ``target_mean_``
+  ``n_outputs_``, a boosted member's children point forward, ...);
+- the network the parameters and attributes describe is built on torch's
+  ``meta`` device, which allocates nothing, and its tensors' names, shapes
+  and dtypes are compared with the file's. Only then is it built for real,
+  so the memory that ``load`` uses is bounded by the size of the file.
+
+Every refusal is a :class:`Refused`, which ``load`` turns into a ValueError
+that names the file and the field.
+"""
+
+import inspect
+import numbers
+import re
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+
+from ._categorical import MAX_CATEGORIES, input_widths
+from ._networks import isolated_global_rng
+from ._precision import PRECISIONS
+
+#: What a fitted estimator's ``device_`` may be: a torch device with its index.
+DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
+#: What ``set_output`` may have stored (``_sklearn_output_config``).
+OUTPUT_CONFIGS = ("default", "pandas", "polars")
+#: The heads a classifier or regressor can keep (``head_``).
+HEADS = ("logistic", "ridge", "linear", "fine-tuned")
+#: The arrays of a classifier's boosted member (``boosted_trees_``, see ``_boosting.py``)
+#: and their dtypes.
+TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
+               "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
+               "roots": np.int64, "output": np.int64, "baseline": np.float64}
+TREE_ARRAYS = tuple(TREE_DTYPES)
+
+
+class Refused(ValueError):
+    """A field of a file that ``load`` will not build an estimator from."""
+
+    def __init__(self, field, message):
+        super().__init__(message)
+        self.field = field
+
+
+def _require(condition, field, message):
+    if not condition:
+        raise Refused(field, message)
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _count(state, name, field, minimum=0):
+    value = state[name]
+    _require(_is_int(value) and value >= minimum, field,
+             f"{name} must be an integer of at least {minimum}, got {value!r}.")
+    return int(value)
+
+
+def _array(state, name, field, dtype, shape=None):
+    """``state[name]``, refused unless an array of exactly ``dtype`` (the one fit
+    writes: another would round the model differently) and ``shape``."""
+    value = state[name]
+    _require(isinstance(value, np.ndarray) and value.dtype == np.dtype(dtype), field,
+             f"{name} must be an array of dtype {np.dtype(dtype)}, got {type(value).__name__}"
+             + (f" of dtype {value.dtype}" if isinstance(value, np.ndarray) else "") + ".")
+    if shape is not None:
+        _require(value.shape == shape, field,
+                 f"{name} must have shape {shape}, got {value.shape}.")
+    return value
+
+
+def _indices(state, name, field, n_features):
+    value = _array(state, name, field, np.int64)
+    _require(value.ndim == 1 and np.all((value >= 0) & (value < n_features)), field,
+             f"{name} must list columns among the {n_features} of X.")
+
+
+def _number(state, name, field, low, high):
+    value = state[name]
+    _require(isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+             and low <= value <= high, field,
+             f"{name} must be a number in [{low}, {high}], got {value!r}.")
+
+
+def _flag(state, name, field):
+    _require(isinstance(state[name], (bool, np.bool_)), field,
+             f"{name} must be True or False, got {state[name]!r}.")
+
+
+def _check_columns(state, field):
+    n_features = _count(state, "n_features_in_", field("n_features_in_"), minimum=1)
+    if "feature_names_in_" in state:
+        names = state["feature_names_in_"]
+        _require(isinstance(names, np.ndarray) and names.shape == (n_features,)
+                 and all(isinstance(name, str) for name in names.flat),
+                 field("feature_names_in_"),
+                 f"feature_names_in_ must be {n_features} strings.")
+    mask = state.get("is_categorical_")
+    if mask is not None:
+        mask = _array(state, "is_categorical_", field("is_categorical_"), bool, (n_features,))
+    categories = state.get("categories_")
+    if mask is None:
+        _require(categories is None, field("categories_"),
+                 "categories_ must be None when no column is categorical.")
+    else:
+        _require(isinstance(categories, list) and len(categories) == int(mask.sum())
+                 and all(isinstance(values, np.ndarray) and values.ndim == 1
+                         and 0 < len(values) <= MAX_CATEGORIES for values in categories),
+                 field("categories_"),
+                 f"categories_ must hold one array of 1 to {MAX_CATEGORIES} categories for "
+                 "each categorical column.")
+    for name in ("center_", "scale_"):
+        if state.get(name) is not None:
+            values = _array(state, name, field(name), np.float64, (n_features,))
+            _require(np.isfinite(values).all() and (name == "center_" or (values > 0).all()),
+                     field(name), f"{name} must be finite{' and positive' * (name == 'scale_')}.")
+    _require((state.get("center_") is None) == (state.get("scale_") is None), field("scale_"),
+             "center_ and scale_ go together.")
+    for name in ("missing_features_", "missing_indicators_"):
+        if name in state:
+            _indices(state, name, field(name), n_features)
+    return n_features
+
+
+def _check_training(state, field):
+    for name in ("best_epoch_", "n_epochs_"):
+        _count(state, name, field(name))
+    history = state["history_"]
+    _require(isinstance(history, list) and all(isinstance(row, dict) for row in history),
+             field("history_"), "history_ must be a list of dicts.")
+    _require(isinstance(state["device_"], str) and DEVICE.fullmatch(state["device_"]),
+             field("device_"), f"device_ must name a device, got {state['device_']!r}.")
+    _require(state["precision_"] in PRECISIONS[:-1], field("precision_"),
+             f"precision_ must be one of {PRECISIONS[:-1]}, got {state['precision_']!r}.")
+
+
+def _check_trees(state, field, n_inputs, n_classes):
+    trees = state["boosted_trees_"]
+    if trees is None:
+        return
+    _require(isinstance(trees, dict) and set(trees) == set(TREE_ARRAYS), field,
+             f"boosted_trees_ must hold the arrays {', '.join(TREE_ARRAYS)}.")
+    for name, dtype in TREE_DTYPES.items():
+        _require(isinstance(trees[name], np.ndarray) and trees[name].ndim == 1
+                 and trees[name].dtype == np.dtype(dtype), field,
+                 f"boosted_trees_[{name!r}] must be a 1-D array of {np.dtype(dtype)}.")
+    n_nodes = len(trees["feature"])
+    _require(all(len(trees[name]) == n_nodes for name in TREE_ARRAYS[:7]), field,
+             "boosted_trees_ has node arrays of different lengths.")
+    inner = ~trees["is_leaf"].astype(bool)
+    nodes = np.arange(n_nodes)
+    for name in ("left", "right"):
+        # children after their parent: a walk down a tree always ends
+        _require(np.all((trees[name][inner] > nodes[inner])
+                        & (trees[name][inner] < n_nodes)), field,
+                 f"boosted_trees_[{name!r}] must point from each inner node to a later node.")
+    _require(np.all((trees["feature"][inner] >= 0) & (trees["feature"][inner] < n_inputs)),
+             field, f"boosted_trees_['feature'] must index the {n_inputs} input columns.")
+    n_scores = 1 if n_classes == 2 else n_classes
+    _require(len(trees["baseline"]) == n_scores and len(trees["output"]) == len(trees["roots"])
+             and np.all((trees["output"] >= 0) & (trees["output"] < n_scores))
+             and np.all((trees["roots"] >= 0) & (trees["roots"] < max(n_nodes, 1))), field,
+             "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
+
+
+def _check_head(cls, state, params, field):
+    _flag(state, "frozen_encoder_", field("frozen_encoder_"))
+    _flag(state, "_shares_encoder_network", field("_shares_encoder_network"))
+    if "head_" in state:
+        _require(state["head_"] in HEADS, field("head_"),
+                 f"head_ must be one of {HEADS}, got {state['head_']!r}.")
+    if "embedding_weight_" in state:
+        _number(state, "embedding_weight_", field("embedding_weight_"), 0.0, 1.0)
+    if "encoder_" in state:
+        encoder = state["encoder_"]
+        inner = encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
+        _require(isinstance(inner, BaseEstimator) and hasattr(inner, "network_")
+                 and hasattr(inner, "transform"), field("encoder_"),
+                 "encoder_ must be a fitted encoder of qmatch_sklearn.")
+    if "classes_" in state:
+        classes = state["classes_"]
+        _require(isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 2,
+                 field("classes_"), "classes_ must be an array of at least 2 classes.")
+        # a file from before the boosted member has none of its attributes
+        member = ("boosting_weight_", "boosted_trees_", "boosting_temperature_")
+        if not any(name in state for name in member):
+            return
+        missing = [name for name in member if name not in state]
+        _require(not missing, field(missing[0]) if missing else "",
+                 "the boosted member's attributes go together.")
+        _number(state, "boosting_weight_", field("boosting_weight_"), 0.0, 1.0)
+        _number(state, "boosting_temperature_", field("boosting_temperature_"), 1e-6, 1e6)
+        n_inputs = int(input_widths(state["n_features_in_"], state.get("is_categorical_"),
+                                    state.get("categories_")).sum())
+        _check_trees(state, field("boosted_trees_"), n_inputs, len(classes))
+    if "n_outputs_" in state:
+        n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
+        for name in ("target_mean_", "target_scale_"):
+            values = _array(state, name, field(name), np.float64, (n_outputs,))
+            _require(np.isfinite(values).all(), field(name), f"{name} must be finite.")
+        _flag(state, "_one_dimensional_y", field("_one_dimensional_y"))
+        _require(not state["_one_dimensional_y"] or n_outputs == 1, field("_one_dimensional_y"),
+                 "a one-dimensional target has one output.")
+
+
+def _check_encoder(state, params, field):
+    if "embedding_mean_" in state or params.get("passthrough"):
+        for name in ("embedding_mean_", "embedding_scale_"):
+            _require(name in state, field(name),
+                     f"a fitted encoder with passthrough=True needs {name}.")
+            values = _array(state, name, field(name), np.float32, (params["embedding_dim"],))
+            _require(np.isfinite(values).all(), field(name), f"{name} must be finite.")
+    if "_n_features_out" in state:
+        _require(state["_n_features_out"] == params["embedding_dim"], field("_n_features_out"),
+                 "_n_features_out must equal embedding_dim.")
+
+
+#: The fitted attributes each kind of estimator may hold (beyond ``network_``).
+_COMMON = {"n_features_in_", "feature_names_in_", "is_categorical_", "categories_", "center_",
+           "scale_", "best_epoch_", "n_epochs_", "history_", "device_", "precision_",
+           "_partial_params", "_sklearn_output_config"}
+_MISSING = {"missing_features_", "missing_indicators_"}
+_ENCODER = _COMMON | _MISSING | {"embedding_mean_", "embedding_scale_", "_n_features_out"}
+_HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_"}
+_CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_"}
+_REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "_one_dimensional_y"}
+
+
+def allowed_attributes(cls):
+    """The names of the fitted attributes an estimator of ``cls`` may hold: an
+    encoder's, or a head estimator's (it has a closed-form head) with an
+    ``encoder_`` (it takes an ``encoder``) or a network of its own."""
+    if not hasattr(cls, "_closed_form_head"):
+        return _ENCODER
+    names = set(_HEAD)
+    takes_encoder = "encoder" in inspect.signature(cls.__init__).parameters
+    names |= {"encoder_"} if takes_encoder else _MISSING
+    return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR)
+
+
+def checked_params(cls, params, field):
+    """``params`` as the class's parameters (a missing one takes its default),
+    satisfying its constraints."""
+    names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = sorted(set(params) - names)
+    _require(not unknown, field(unknown[0]) if unknown else "",
+             f"{cls.__name__} has no parameter {unknown[0] if unknown else ''!r}.")
+    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                if name in names}
+    params = {**defaults, **params}
+    if cls is FrozenEstimator:
+        inner = params["estimator"]
+        _require(isinstance(inner, BaseEstimator) and not isinstance(inner, FrozenEstimator),
+                 field("estimator"),
+                 f"FrozenEstimator must wrap an estimator of qmatch_sklearn, got "
+                 f"{type(inner).__name__}.")
+        return params
+    try:
+        validate_parameter_constraints(cls._parameter_constraints, params, cls.__name__)
+    except InvalidParameterError as error:
+        name = next((n for n in params if f"'{n}' parameter" in str(error)), "")
+        raise Refused(field(name), str(error)) from None
+    return params
+
+
+def check_attributes(cls, params, attributes, field):
+    """Raise :class:`Refused` unless the fitted ``attributes`` are what an
+    estimator of ``cls`` with ``params`` holds: known names, types, shapes."""
+    if cls is FrozenEstimator:
+        unknown = sorted(set(attributes) - {"_sklearn_version"})
+        _require(not unknown, field(unknown[0]) if unknown else "",
+                 f"FrozenEstimator holds no attribute {unknown[0] if unknown else ''!r}.")
+        _require(isinstance(attributes.get("_sklearn_version", ""), str),
+                 field("_sklearn_version"), "_sklearn_version must be a version string.")
+        return
+    if "_sklearn_output_config" in attributes:
+        config = attributes["_sklearn_output_config"]
+        _require(isinstance(config, dict) and set(config) <= {"transform"}
+                 and all(value in OUTPUT_CONFIGS for value in config.values()),
+                 field("_sklearn_output_config"),
+                 f"_sklearn_output_config must be set_output's, got {config!r}.")
+    if "network_" not in attributes:  # unfitted: parameters (and set_output's config) only
+        unknown = sorted(set(attributes) - {"_sklearn_output_config"})
+        _require(not unknown, field(unknown[0]) if unknown else "",
+                 f"an unfitted {cls.__name__} holds no attribute "
+                 f"{unknown[0] if unknown else ''!r}.")
+        return
+    allowed = allowed_attributes(cls)
+    unknown = sorted(set(attributes) - allowed - {"network_"})
+    _require(not unknown, field(unknown[0]) if unknown else "",
+             f"{cls.__name__} holds no fitted attribute {unknown[0] if unknown else ''!r}.")
+    required = {"n_features_in_", "best_epoch_", "n_epochs_", "history_", "device_",
+                "precision_"} | ({"missing_features_"} & allowed)
+    missing = sorted(required - set(attributes))
+    _require(not missing, field(missing[0]) if missing else "",
+             f"a fitted {cls.__name__} needs {missing[0] if missing else ''!r}.")
+    state = {**params, **attributes}
+    _check_columns(state, field)
+    _check_training(state, field)
+    if "_partial_params" in state:
+        _require(isinstance(state["_partial_params"], dict)
+                 and set(state["_partial_params"]) <= set(params), field("_partial_params"),
+                 "_partial_params must hold parameters of the estimator.")
+    if "frozen_encoder_" in allowed:
+        needed = ({"frozen_encoder_", "_shares_encoder_network", "classes_", "encoder_"}
+                  | _REGRESSOR) & allowed
+        missing = sorted(needed - set(attributes))
+        _require(not missing, field(missing[0]) if missing else "",
+                 f"a fitted {cls.__name__} needs {missing[0] if missing else ''!r}.")
+        _check_head(cls, state, params, field)
+    else:
+        _check_encoder(state, params, field)
+
+
+def _torch_dtype(dtype):
+    try:
+        return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+    except TypeError:  # a dtype torch has no tensor of
+        return None
+
+
+def check_weights(cls, params, attributes, tensors, field):
+    """Raise :class:`Refused` unless ``tensors`` (the file's ``network_``) have
+    the names, shapes and dtypes of the network the estimator describes, built
+    on the ``meta`` device (no memory)."""
+    probe = cls.__new__(cls)
+    vars(probe).update({**params, **attributes})
+    try:
+        with torch.device("meta"), isolated_global_rng():
+            expected = probe._stored_network(probe._network_skeleton()).state_dict()
+    except (ValueError, TypeError, IndexError, KeyError, RuntimeError) as error:
+        raise Refused(field("network_"), f"its parameters describe no network ({error}).") \
+            from None
+    names = sorted(set(expected) ^ set(tensors))
+    _require(not names, field(f"network_.{names[0]}") if names else "",
+             f"the network has {'no' if names and names[0] in tensors else 'a'} tensor "
+             f"{names[0] if names else ''!r} that the file "
+             f"{'holds' if names and names[0] in tensors else 'lacks'}.")
+    for name, tensor in expected.items():
+        array = tensors[name]
+        # save writes a 0-d tensor (a batch norm's step count) with shape (1,)
+        shape = tuple(tensor.shape) or ((), (1,))
+        _require((tuple(array.shape) in shape if not tensor.shape
+                  else tuple(array.shape) == shape)
+                 and _torch_dtype(array.dtype) == tensor.dtype,
+                 field(f"network_.{name}"),
+                 f"the tensor has shape {tuple(array.shape)} and dtype {array.dtype}; the "
+                 f"network needs {tuple(tensor.shape)} and {tensor.dtype}.")
