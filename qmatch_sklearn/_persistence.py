@@ -57,6 +57,13 @@ class PersistenceMixin:
     optimiser state.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a public estimator writes its own __init__; the shared bases, and classes of
+        # other packages (a user's subclass), are not files' to name
+        if "__init__" in vars(cls) and cls.__module__.startswith(f"{__package__}."):
+            _LOADABLE[cls.__name__] = cls
+
     def _network_skeleton(self):  # pragma: no cover - abstract
         """An untrained module shaped like ``network_``, built from parameters and
         fitted attributes only."""
@@ -122,19 +129,14 @@ def _tensors_from_arrays(weights, owner):
     return {name: torch.from_numpy(array) for name, array in weights.items()}
 
 
-def _loadable_classes():
-    """The classes :func:`load` rebuilds, by name: every public estimator of the
-    library, and FrozenEstimator (around one of them)."""
-    # imported here: the estimators' modules import this one
-    from ._classifier import QMatchClassifier, SupervisedMLPClassifier
-    from ._regressor import QMatchRegressor, SupervisedMLPRegressor
-    from .methods import METHODS
+#: The classes :func:`load` rebuilds, by name: FrozenEstimator (around one of ours),
+#: and every public estimator of the library, which registers itself when its class is
+#: defined (:meth:`PersistenceMixin.__init_subclass__`), so this module needs to know none.
+_LOADABLE = {"FrozenEstimator": FrozenEstimator}
 
-    classes = [
-        *METHODS.values(), QMatchClassifier, SupervisedMLPClassifier, QMatchRegressor,
-        SupervisedMLPRegressor, FrozenEstimator,
-    ]
-    return {cls.__name__: cls for cls in classes}
+
+def _loadable_classes():
+    return _LOADABLE
 
 
 def _join(path, name):

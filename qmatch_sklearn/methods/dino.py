@@ -281,12 +281,12 @@ class DINOEncoder(BasePretextEncoder):
         rest of the row at fit (a Bonferroni-corrected correlation test): each
         gets an indicator channel at the network's input. Values missing
         completely at random get none.
-    center_ : ndarray of shape (n_features_in_,)
+    center_ : ndarray of shape (`n_features_in_`,)
         Each numeric column's center over every row of ``X`` at fit, in
         float64: its mean, or its minimum when it holds two values (0 for a
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
-    scale_ : ndarray of shape (n_features_in_,)
+    scale_ : ndarray of shape (`n_features_in_`,)
         Each numeric column's scale at fit: its standard deviation, or the gap
         between its two values (1 for a categorical or constant column).
     embedding_mean_ : ndarray of shape (embedding_dim,)
