@@ -20,6 +20,15 @@ row unlabeled, and held-out test rows. Contenders, each at its defaults:
   ``tabnet_pretrain_epochs(n)`` epochs = min(100, max(10, 2,000,000 // n)): its default
   100 up to 20,000 train rows, fewer above so one CPU core can afford it. Batch sizes
   are its defaults, shrunk to the set's size where smaller (it drops partial batches).
+- ``catboost``: ``CatBoostClassifier`` at its defaults (1,000 iterations, depth 6, its own
+  learning rate) on the raw labeled rows: numeric NaN natively, the categorical columns as
+  ``cat_features`` (a missing category is the string ``"nan"``); one thread, seeded.
+- ``selftrain_lr``: scikit-learn's ``SelfTrainingClassifier`` (its defaults: threshold 0.75,
+  at most 10 rounds) around the ``logreg`` recipe's model (``C`` chosen by the same CV on the
+  labeled rows, then fixed), on all preprocessed train rows, ``y = -1`` on the unlabeled ones.
+- ``selftrain_hgb``: the same around the ``hgb`` recipe's model, on all preprocessed train
+  rows (``SelfTrainingClassifier`` validates ``X`` to an array, so the raw table's category
+  dtypes do not reach the boosting).
 - ``qmatch_lr``: ``QMatchEncoder(random_state=seed)`` fitted on all preprocessed train
   rows, then the ``logreg`` recipe on the embeddings of the labeled rows.
 - ``qmatch_clf``: ``QMatchClassifier(random_state=seed)`` on all preprocessed train rows,
@@ -72,6 +81,7 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.semi_supervised import SelfTrainingClassifier
 from sklearn.utils import Bunch
 from threadpoolctl import threadpool_limits
 
@@ -88,10 +98,13 @@ FIELDS = [
 ]
 KEY = ("table", "seed", "contender", "config")
 RAW = ("logreg", "hgb")  # the user's usual tools: "best raw contender" is the better one
+#: What a data scientist would also pick (issue #31): boosting with native categories, and
+#: scikit-learn's own semi-supervised wrapper around the usual tools.
+PEERS = ("catboost", "selftrain_lr", "selftrain_hgb")
 PREPROCESSED = ("qmatch_lr", "qmatch_clf", "qmatch_hgb")
 #: each of ours also on the raw table (``<name>_raw``), the one call a user makes on a DataFrame
 OURS = (*PREPROCESSED, *(f"{name}_raw" for name in PREPROCESSED))
-CONTENDERS = (*RAW, "tabnet", *OURS)
+CONTENDERS = (*RAW, "tabnet", *PEERS, *OURS)
 #: ``--smoke``: tiny networks and 2-3 epochs, to test the harness end to end in seconds.
 SMOKE_ENCODER = {"hidden_sizes": (16,), "embedding_dim": 8, "projection_sizes": (16, 8),
                  "queue_size": 64, "batch_size": 64, "max_epochs": 2}
@@ -191,6 +204,45 @@ def run_hgb(data, seed, smoke):
     return model.predict(data.X_test), {"min_samples_leaf": model.min_samples_leaf}
 
 
+def run_catboost(data, seed, smoke):
+    from catboost import CatBoostClassifier
+
+    X_train, X_test = data.X_train, data.X_test
+    categorical = [c for c in X_train.columns
+                   if isinstance(X_train[c].dtype, pd.CategoricalDtype)]
+    X_train, X_test = (X.assign(**{c: X[c].astype(object).where(X[c].notna(), "nan")
+                                   .astype(str) for c in categorical})
+                       for X in (X_train, X_test))
+    model = CatBoostClassifier(random_seed=seed, thread_count=1, verbose=0,
+                               cat_features=categorical, allow_writing_files=False,
+                               **({"iterations": 20} if smoke else {}))
+    model.fit(X_train[data.labeled], data.y_train[data.labeled])
+    return model.predict(X_test).ravel().astype(data.y_train.dtype), {
+        "iterations": int(model.tree_count_)}
+
+
+def _self_training(model, data, details):
+    semi = SelfTrainingClassifier(model).fit(data.Xp_train,
+                                             np.where(data.labeled, data.y_train, -1))
+    details.update(pseudo_labeled=int((semi.labeled_iter_ > 0).sum()),
+                   rounds=int(semi.n_iter_))
+    return semi.predict(data.Xp_test), details
+
+
+def run_selftrain_lr(data, seed, smoke):
+    model, details = fit_logistic(data.Xp_train[data.labeled], data.y_train[data.labeled], seed)
+    if hasattr(model, "C_"):  # the C chosen on the labeled rows, then fixed
+        model = LogisticRegression(C=float(model.C_), max_iter=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings, as for logreg
+        return _self_training(model, data, details)
+
+
+def run_selftrain_hgb(data, seed, smoke):
+    model = boosting(data, seed).set_params(categorical_features=None)
+    return _self_training(model, data, {"min_samples_leaf": model.min_samples_leaf})
+
+
 def run_tabnet(data, seed, smoke):
     from pytorch_tabnet.pretraining import TabNetPretrainer
     from pytorch_tabnet.tab_model import TabNetClassifier
@@ -271,6 +323,8 @@ def on_raw_table(run):
 
 
 RUNNERS = {"logreg": run_logreg, "hgb": run_hgb, "tabnet": run_tabnet,
+           "catboost": run_catboost, "selftrain_lr": run_selftrain_lr,
+           "selftrain_hgb": run_selftrain_hgb,
            "qmatch_lr": run_qmatch_lr, "qmatch_clf": run_qmatch_clf,
            "qmatch_hgb": run_qmatch_hgb}
 RUNNERS.update({f"{name}_raw": on_raw_table(RUNNERS[name]) for name in PREPROCESSED})
