@@ -60,6 +60,13 @@ def _require(condition, field, message):
         raise Refused(field, message)
 
 
+def _refuse_first(names, field, describe):
+    """Refuse the first of ``names`` (sorted), if there is one: ``describe(name)`` says why."""
+    if names:
+        name = sorted(names)[0]
+        raise Refused(field(name), describe(name))
+
+
 def _is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
@@ -71,9 +78,10 @@ def _count(state, name, field, minimum=0):
     return int(value)
 
 
-def _array(state, name, field, dtype, shape=None):
+def _array(state, name, field, dtype, shape=None, finite=False):
     """``state[name]``, refused unless an array of exactly ``dtype`` (the one fit
-    writes: another would round the model differently) and ``shape``."""
+    writes: another would round the model differently) and ``shape``, and with
+    ``finite`` every entry finite."""
     value = state[name]
     _require(isinstance(value, np.ndarray) and value.dtype == np.dtype(dtype), field,
              f"{name} must be an array of dtype {np.dtype(dtype)}, got {type(value).__name__}"
@@ -81,6 +89,8 @@ def _array(state, name, field, dtype, shape=None):
     if shape is not None:
         _require(value.shape == shape, field,
                  f"{name} must have shape {shape}, got {value.shape}.")
+    if finite:
+        _require(np.isfinite(value).all(), field, f"{name} must be finite.")
     return value
 
 
@@ -126,9 +136,9 @@ def _check_columns(state, field):
                  "each categorical column.")
     for name in ("center_", "scale_"):
         if state.get(name) is not None:
-            values = _array(state, name, field(name), np.float64, (n_features,))
-            _require(np.isfinite(values).all() and (name == "center_" or (values > 0).all()),
-                     field(name), f"{name} must be finite{' and positive' * (name == 'scale_')}.")
+            values = _array(state, name, field(name), np.float64, (n_features,), finite=True)
+            _require(name == "center_" or (values > 0).all(), field(name),
+                     f"{name} must be finite and positive.")
     _require((state.get("center_") is None) == (state.get("scale_") is None), field("scale_"),
              "center_ and scale_ go together.")
     for name in ("missing_features_", "missing_indicators_"):
@@ -178,7 +188,7 @@ def _check_trees(state, field, n_inputs, n_classes):
              "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
 
 
-def _check_head(cls, state, params, field):
+def _check_head(state, field):
     _flag(state, "frozen_encoder_", field("frozen_encoder_"))
     _flag(state, "_shares_encoder_network", field("_shares_encoder_network"))
     if "head_" in state:
@@ -200,9 +210,8 @@ def _check_head(cls, state, params, field):
         member = ("boosting_weight_", "boosted_trees_", "boosting_temperature_")
         if not any(name in state for name in member):
             return
-        missing = [name for name in member if name not in state]
-        _require(not missing, field(missing[0]) if missing else "",
-                 "the boosted member's attributes go together.")
+        _refuse_first({name for name in member if name not in state}, field,
+                      lambda name: "the boosted member's attributes go together.")
         _number(state, "boosting_weight_", field("boosting_weight_"), 0.0, 1.0)
         _number(state, "boosting_temperature_", field("boosting_temperature_"), 1e-6, 1e6)
         n_inputs = int(input_widths(state["n_features_in_"], state.get("is_categorical_"),
@@ -211,8 +220,7 @@ def _check_head(cls, state, params, field):
     if "n_outputs_" in state:
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
         for name in ("target_mean_", "target_scale_"):
-            values = _array(state, name, field(name), np.float64, (n_outputs,))
-            _require(np.isfinite(values).all(), field(name), f"{name} must be finite.")
+            _array(state, name, field(name), np.float64, (n_outputs,), finite=True)
         _flag(state, "_one_dimensional_y", field("_one_dimensional_y"))
         _require(not state["_one_dimensional_y"] or n_outputs == 1, field("_one_dimensional_y"),
                  "a one-dimensional target has one output.")
@@ -223,8 +231,8 @@ def _check_encoder(state, params, field):
         for name in ("embedding_mean_", "embedding_scale_"):
             _require(name in state, field(name),
                      f"a fitted encoder with passthrough=True needs {name}.")
-            values = _array(state, name, field(name), np.float32, (params["embedding_dim"],))
-            _require(np.isfinite(values).all(), field(name), f"{name} must be finite.")
+            _array(state, name, field(name), np.float32, (params["embedding_dim"],),
+                   finite=True)
     if "_n_features_out" in state:
         _require(state["_n_features_out"] == params["embedding_dim"], field("_n_features_out"),
                  "_n_features_out must equal embedding_dim.")
@@ -256,12 +264,10 @@ def allowed_attributes(cls):
 def checked_params(cls, params, field):
     """``params`` as the class's parameters (a missing one takes its default),
     satisfying its constraints."""
-    names = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    unknown = sorted(set(params) - names)
-    _require(not unknown, field(unknown[0]) if unknown else "",
-             f"{cls.__name__} has no parameter {unknown[0] if unknown else ''!r}.")
     defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
-                if name in names}
+                if name != "self"}
+    _refuse_first(set(params) - set(defaults), field,
+                  lambda name: f"{cls.__name__} has no parameter {name!r}.")
     params = {**defaults, **params}
     if cls is FrozenEstimator:
         inner = params["estimator"]
@@ -282,9 +288,8 @@ def check_attributes(cls, params, attributes, field):
     """Raise :class:`Refused` unless the fitted ``attributes`` are what an
     estimator of ``cls`` with ``params`` holds: known names, types, shapes."""
     if cls is FrozenEstimator:
-        unknown = sorted(set(attributes) - {"_sklearn_version"})
-        _require(not unknown, field(unknown[0]) if unknown else "",
-                 f"FrozenEstimator holds no attribute {unknown[0] if unknown else ''!r}.")
+        _refuse_first(set(attributes) - {"_sklearn_version"}, field,
+                      lambda name: f"FrozenEstimator holds no attribute {name!r}.")
         _require(isinstance(attributes.get("_sklearn_version", ""), str),
                  field("_sklearn_version"), "_sklearn_version must be a version string.")
         return
@@ -295,20 +300,19 @@ def check_attributes(cls, params, attributes, field):
                  field("_sklearn_output_config"),
                  f"_sklearn_output_config must be set_output's, got {config!r}.")
     if "network_" not in attributes:  # unfitted: parameters (and set_output's config) only
-        unknown = sorted(set(attributes) - {"_sklearn_output_config"})
-        _require(not unknown, field(unknown[0]) if unknown else "",
-                 f"an unfitted {cls.__name__} holds no attribute "
-                 f"{unknown[0] if unknown else ''!r}.")
+        _refuse_first(set(attributes) - {"_sklearn_output_config"}, field,
+                      lambda name: f"an unfitted {cls.__name__} holds no attribute {name!r}.")
         return
     allowed = allowed_attributes(cls)
-    unknown = sorted(set(attributes) - allowed - {"network_"})
-    _require(not unknown, field(unknown[0]) if unknown else "",
-             f"{cls.__name__} holds no fitted attribute {unknown[0] if unknown else ''!r}.")
+    _refuse_first(set(attributes) - allowed - {"network_"}, field,
+                  lambda name: f"{cls.__name__} holds no fitted attribute {name!r}.")
+
+    def needs(name):
+        return f"a fitted {cls.__name__} needs {name!r}."
+
     required = {"n_features_in_", "best_epoch_", "n_epochs_", "history_", "device_",
                 "precision_"} | ({"missing_features_"} & allowed)
-    missing = sorted(required - set(attributes))
-    _require(not missing, field(missing[0]) if missing else "",
-             f"a fitted {cls.__name__} needs {missing[0] if missing else ''!r}.")
+    _refuse_first(required - set(attributes), field, needs)
     state = {**params, **attributes}
     _check_columns(state, field)
     _check_training(state, field)
@@ -319,10 +323,8 @@ def check_attributes(cls, params, attributes, field):
     if "frozen_encoder_" in allowed:
         needed = ({"frozen_encoder_", "_shares_encoder_network", "classes_", "encoder_"}
                   | _REGRESSOR) & allowed
-        missing = sorted(needed - set(attributes))
-        _require(not missing, field(missing[0]) if missing else "",
-                 f"a fitted {cls.__name__} needs {missing[0] if missing else ''!r}.")
-        _check_head(cls, state, params, field)
+        _refuse_first(needed - set(attributes), field, needs)
+        _check_head(state, field)
     else:
         _check_encoder(state, params, field)
 

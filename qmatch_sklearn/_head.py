@@ -26,7 +26,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._base import BasePretextEncoder
+from ._base import BasePretextEncoder, _same
 from ._categorical import TableInputMixin
 from ._constraints import Satisfies
 from ._device import resolve_device
@@ -111,10 +111,6 @@ def weigh_embedding_block(fit, features, n_embedding):
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
     return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS)), log_likelihoods
-
-
-def _same_value(a, b):
-    return type(a) is type(b) and a == b
 
 
 def _is_library_encoder(value):
@@ -287,7 +283,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         defaults = inspect.signature(type(self).__init__).parameters
         unused = [
             f"{name}={getattr(self, name)!r}" for name in ADAMW_PARAMS
-            if name in defaults and not _same_value(getattr(self, name), defaults[name].default)
+            if name in defaults and not _same(getattr(self, name), defaults[name].default)
         ]
         if unused:
             warnings.warn(

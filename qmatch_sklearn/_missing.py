@@ -103,7 +103,7 @@ def missing_values_layer(X):
     return layer
 
 
-def _dense_blocks(X):
+def dense_blocks(X):
     """Consecutive row blocks of dense or CSR ``X`` as dense float64 arrays of
     at most ``SCAN_BYTES``."""
     rows = max(1, SCAN_BYTES // (8 * X.shape[1]))
@@ -133,7 +133,7 @@ def informative_missingness(X, columns, fill_values):
         return np.ones(len(columns), dtype=bool)
     sum_f, sum_f2 = np.zeros(p), np.zeros(p)
     cross = np.zeros((p, len(columns)))
-    for block in _dense_blocks(X):
+    for block in dense_blocks(X):
         isnan = np.isnan(block)
         m = isnan[:, columns].astype(np.float64)
         f = np.hstack([np.where(isnan, fill_values, block), m])

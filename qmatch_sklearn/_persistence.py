@@ -135,10 +135,6 @@ def _tensors_from_arrays(weights, owner):
 _LOADABLE = {"FrozenEstimator": FrozenEstimator}
 
 
-def _loadable_classes():
-    return _LOADABLE
-
-
 def _join(path, name):
     return f"{path}.{name}" if path else str(name)
 
@@ -154,7 +150,7 @@ class _Writer:
         if id(estimator) in self._paths:  # e.g. encoder=FrozenEstimator(e), the same as encoder_
             return {"__type__": "same_estimator", "path": self._paths[id(estimator)]}
         name = type(estimator).__name__
-        if _loadable_classes().get(name) is not type(estimator):
+        if _LOADABLE.get(name) is not type(estimator):
             where = f"{path!r}" if path else "the estimator"
             raise TypeError(
                 f"qmatch_sklearn.save stores the library's estimators (and FrozenEstimator "
@@ -268,7 +264,7 @@ class _Reader:
                                                          "attributes"}
                 and isinstance(node["params"], dict) and isinstance(node["attributes"], dict),
                 path, "an estimator entry holds __type__, class, params and attributes.")
-        classes = _loadable_classes()
+        classes = _LOADABLE
         cls = classes.get(node["class"]) if isinstance(node["class"], str) else None
         if cls is None:
             raise Refused(

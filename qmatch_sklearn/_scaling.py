@@ -51,27 +51,19 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ._missing import fill_and_indicate
+from ._missing import dense_blocks, fill_and_indicate
 from ._networks import Encoder
-
-#: Rows per block of the float64 passes over a dense X.
-BLOCK_ROWS = 8192
-
-
-def _blocks(X):
-    for start in range(0, X.shape[0], BLOCK_ROWS):
-        yield np.asarray(X[start : start + BLOCK_ROWS], dtype=np.float64)
 
 
 def _observed_moments(X):
     """Per column of dense ``X``: the count, mean, minimum and maximum of its
-    observed entries, in float64 (one pass in row blocks)."""
+    observed entries, in float64 (one pass in row blocks, :func:`~._missing.dense_blocks`)."""
     n_features = X.shape[1]
     count = np.zeros(n_features)
     total = np.zeros(n_features)
     low = np.full(n_features, np.inf)
     high = np.full(n_features, -np.inf)
-    for block in _blocks(X):
+    for block in dense_blocks(X):
         observed = ~np.isnan(block)
         count += observed.sum(axis=0)
         total += np.where(observed, block, 0.0).sum(axis=0)
@@ -85,7 +77,7 @@ def _dense_scaling(X):
     count, mean, low, high = _observed_moments(X)
     squares = np.zeros(X.shape[1])
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
-    for block in _blocks(X):
+    for block in dense_blocks(X):
         observed = ~np.isnan(block)
         squares += (np.where(observed, block - mean, 0.0) ** 2).sum(axis=0)
         others |= (observed & (block != low) & (block != high)).any(axis=0)
@@ -139,12 +131,17 @@ def apply_scaling(X, center, scale):
         return sp.csr_matrix((data.astype(np.float32), X.indices.copy(), X.indptr.copy()),
                              shape=X.shape)
     out = np.empty(X.shape, dtype=np.float32)
-    for start in range(0, X.shape[0], BLOCK_ROWS):
-        block = np.asarray(X[start : start + BLOCK_ROWS], dtype=np.float64)
+    start = 0
+    for block in dense_blocks(X):
         # beyond float32's range is infinity: the network's output check names it
         with np.errstate(over="ignore"):
-            out[start : start + BLOCK_ROWS] = (block - center) / scale
+            out[start : start + len(block)] = (block - center) / scale
+        start += len(block)
     return out
+
+
+#: Rows per block of :func:`input_moments` (a CSR block stays sparse there).
+MOMENT_ROWS = 8192
 
 
 def input_moments(X, missing=None):
@@ -152,11 +149,11 @@ def input_moments(X, missing=None):
     rows ``X`` (float32, dense or CSR) through the missing-values layer
     ``missing`` (filled, then indicators), in float64."""
     total = squares = 0.0
-    for start in range(0, X.shape[0], BLOCK_ROWS):
-        block = X[start : start + BLOCK_ROWS]
+    for start in range(0, X.shape[0], MOMENT_ROWS):
+        block = X[start : start + MOMENT_ROWS]
         if missing is not None:
             block = fill_and_indicate(block, missing)
-        if sp.issparse(block):
+        if sp.issparse(block):  # summed sparse: never densified
             total = total + np.asarray(block.sum(axis=0, dtype=np.float64)).ravel()
             squares = squares + np.asarray(
                 block.multiply(block).sum(axis=0, dtype=np.float64)).ravel()
