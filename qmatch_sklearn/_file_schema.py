@@ -3,9 +3,9 @@
 A file is input from outside, so its header is never trusted. For each
 estimator in it, before its network is built:
 
-- the parameters are exactly the class's (a missing one, from a file of an
-  earlier version, takes its default) and satisfy its
-  ``_parameter_constraints``, as ``fit`` would check them;
+- the parameters are exactly the class's (none unknown, none missing: a
+  default may be another model) and satisfy its ``_parameter_constraints``,
+  as ``fit`` would check them;
 - the fitted attributes are known by name, so none can shadow a method, and
   each has its type and its shape relation to the parameters and to the other
   attributes (``center_`` has ``n_features_in_`` entries, ``target_mean_``
@@ -262,13 +262,15 @@ def allowed_attributes(cls):
 
 
 def checked_params(cls, params, field):
-    """``params`` as the class's parameters (a missing one takes its default),
+    """``params``, refused unless exactly the class's parameters (a missing one
+    is refused too: its default may be another model, e.g. ``passthrough``),
     satisfying its constraints."""
-    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
-                if name != "self"}
-    _refuse_first(set(params) - set(defaults), field,
+    names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    _refuse_first(set(params) - names, field,
                   lambda name: f"{cls.__name__} has no parameter {name!r}.")
-    params = {**defaults, **params}
+    _refuse_first(names - set(params), field,
+                  lambda name: f"the file holds no value for {cls.__name__}'s parameter "
+                               f"{name!r}.")
     if cls is FrozenEstimator:
         inner = params["estimator"]
         _require(isinstance(inner, BaseEstimator) and not isinstance(inner, FrozenEstimator),

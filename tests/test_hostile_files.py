@@ -103,6 +103,8 @@ EDITS = {
         "regressor", lambda e: e["attributes"].update(target_mean_={
             "__type__": "array", "dtype": "<f8", "shape": [3], "items": [0.0, 1.0, 2.0]}),
         None, "target_mean_"),
+    "a parameter deleted (its default is another model)": (
+        "encoder", lambda e: e["params"].pop("passthrough"), None, "passthrough"),
     "a parameter out of its range": (
         "encoder", lambda e: e["params"].update(embedding_dim=-4), None, "embedding_dim"),
     "a network larger than its tensors": (
