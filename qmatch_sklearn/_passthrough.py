@@ -54,8 +54,10 @@ class WithInput(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.missing = missing
-        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32))
-        self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32))
+        # on the encoder's device: a frozen encoder on a GPU is shared, not moved
+        device = next(encoder.parameters()).device
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32, device=device))
+        self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32, device=device))
 
     def forward(self, x):
         inputs = x if self.missing is None else self.missing(x)

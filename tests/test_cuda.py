@@ -1,0 +1,102 @@
+"""The CUDA path: every estimator trains and predicts on a GPU, in float32 and bf16, and a
+model fitted there serves on a CPU. Skipped where torch sees no CUDA device (CI); run on a
+GPU machine with ``python -m pytest tests/test_cuda.py``."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.datasets import load_digits
+
+from qmatch_sklearn import (
+    METHODS,
+    QMatchClassifier,
+    QMatchEncoder,
+    QMatchRegressor,
+    SupervisedMLPClassifier,
+    load,
+    save,
+)
+
+from .conftest import tiny_encoder_params, tiny_method_params
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_every_encoder_trains_on_the_gpu_and_returns_host_float32(name, precision, digits):
+    X, _ = digits
+    encoder = METHODS[name](**tiny_method_params(name, device="cuda", precision=precision))
+    Z = encoder.fit(X).transform(X)
+    assert encoder.device_.startswith("cuda") and encoder.precision_ == precision
+    assert isinstance(Z, np.ndarray) and Z.dtype == np.float32 and np.isfinite(Z).all()
+    assert np.isfinite(encoder.history_[:, "train_loss"]).all()
+
+
+def test_auto_precision_picks_bf16_on_a_gpu_with_bf16_units():
+    encoder = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1, precision="auto"))
+    encoder.fit(np.random.RandomState(0).normal(size=(256, 6)).astype(np.float32))
+    expected = "bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true"
+    assert encoder.precision_ == expected
+
+
+def test_a_gpu_model_serves_on_the_cpu_through_pickle_and_the_file_format(
+        digits, tmp_path, monkeypatch):
+    X, _ = digits
+    encoder = QMatchEncoder(**tiny_encoder_params(device="cuda")).fit(X)
+    on_gpu = encoder.transform(X)
+    save(encoder, tmp_path / "encoder.safetensors")
+    payload = pickle.dumps(encoder)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for how, restore in {"pickle": lambda: pickle.loads(payload),
+                         "file": lambda: load(tmp_path / "encoder.safetensors")}.items():
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            restored = restore()
+        assert restored.device_ == "cpu", how
+        # cuBLAS and the CPU's BLAS round differently: equal up to float32 rounding
+        np.testing.assert_allclose(restored.transform(X), on_gpu, rtol=1e-4, atol=1e-4,
+                                   err_msg=how)
+
+
+def test_the_classifier_fits_a_raw_frame_with_nan_and_categories_on_the_gpu(digits):
+    X, y = digits
+    frame = pd.DataFrame(X[:, :20] * 1000.0 + 50.0, columns=[f"x{i}" for i in range(20)])
+    frame.iloc[::7, 3] = np.nan
+    frame["kind"] = pd.Categorical(np.array(["a", "b", "c"])[y % 3])
+    labels = np.where(np.arange(len(y)) % 5 == 0, y, -1)  # a fifth labeled, the rest not
+    clf = QMatchClassifier(device="cuda", random_state=0, max_epochs=20)
+    clf.fit(frame, labels)
+    proba = clf.predict_proba(frame)
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(axis=1), 1, atol=1e-5)
+    assert clf.score(frame, y) > 0.5  # ten classes: chance is 0.1
+
+
+def test_the_fine_tuned_classifier_and_the_regressor_train_on_the_gpu(digits):
+    X, y = digits
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(device="cuda")),
+                           freeze_encoder=False, device="cuda", max_epochs=5,
+                           random_state=0).fit(X, y)
+    assert clf.predict(X).shape == y.shape
+    reg = QMatchRegressor(device="cuda", random_state=0).fit(X, y.astype(float))
+    assert np.isfinite(reg.predict(X)).all()
+    mlp = SupervisedMLPClassifier(hidden_sizes=(32,), embedding_dim=8, max_epochs=30,
+                                  device="cuda", random_state=0).fit(X, y)
+    assert mlp.score(X, y) > 0.5
+
+
+def test_partial_fit_continues_on_the_gpu(digits):
+    X, _ = digits
+    encoder = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1,
+                                                  validation_fraction=None))
+    encoder.partial_fit(X[:900]).partial_fit(X[900:])
+    assert len(encoder.history_) == 2
+    assert np.isfinite(encoder.transform(X)).all()
