@@ -91,7 +91,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     X = np.random.RandomState(0).normal(size=(args.rows, args.features)).astype(np.float32)
     peaks = {dtype: matmul_gflops(dtype, args.device) for dtype in (torch.float32, torch.bfloat16)}
-    where = cpu_model() if args.device == "cpu" else args.device
+    where = (cpu_model() if args.device == "cpu"
+             else f"{args.device} ({torch.cuda.get_device_name(args.device)})")
     lines = [
         "# Training speed by precision: float32 against bf16 autocast",
         "",

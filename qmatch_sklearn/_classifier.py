@@ -459,7 +459,8 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
         Floating-point precision of training, with Lightning's names.
         "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
-        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        on CPUs with Intel AMX or AVX512-BF16, and on CUDA for networks large
+        enough to be bound by matrix products; on other CPUs it runs,
         slower, with a warning); "16-mixed" under float16 autocast with a
         gradient scaler (CUDA only). Weights, losses and the teacher and
         queue of the pretext task stay float32, and so does inference:
@@ -659,7 +660,8 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
         Floating-point precision of training, with Lightning's names.
         "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
-        on CUDA and on CPUs with Intel AMX or AVX512-BF16; elsewhere it runs,
+        on CPUs with Intel AMX or AVX512-BF16, and on CUDA for networks large
+        enough to be bound by matrix products; on other CPUs it runs,
         slower, with a warning); "16-mixed" under float16 autocast with a
         gradient scaler (CUDA only). Weights, losses and the teacher and
         queue of the pretext task stay float32, and so does inference:
