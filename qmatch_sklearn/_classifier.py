@@ -41,6 +41,7 @@ from ._head import (
     pseudo_bma_weights,
     weigh_embedding_block,
 )
+from ._self_training import self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 
 UNLABELED = -1
@@ -54,7 +55,8 @@ LOGISTIC_MAX_ITER = 1000
 
 
 def fit_logistic_head_(
-    head, embeddings, targets, seed, sample_weight=None, n_embedding=None, inputs=None
+    head, embeddings, targets, seed, sample_weight=None, n_embedding=None, inputs=None,
+    unlabeled=None,
 ):
     """Set ``head`` to a logistic regression on ``embeddings``; a
     :class:`TrainingResult` and the head's fitted attributes.
@@ -79,19 +81,27 @@ def fit_logistic_head_(
     (1 - pi) softmax(head) + pi p_trees, pi the boosted member's weight, the
     regressions keeping their relative weights.
 
+    With ``unlabeled`` (the features of unlabeled rows, scaled alike) and
+    cross-validation folds, each regression has a self-trained twin at its C
+    (:func:`~._self_training.self_trained_logistic`, self-training repeated in
+    every fold), weighed against the others by the same averaging.
+
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
-    regressions), ``boosting_weight_`` (pi), ``boosted_trees_`` (the member's
-    trees as arrays, None when pi is 0 or under ``MIN_BOOSTING_WEIGHT``) and
-    ``boosting_temperature_``; without a member, only ``embedding_weight_``
-    (the others keep their ``BaseHeadClassifier._head_attributes`` defaults).
+    regressions), ``self_training_weight_`` (the self-trained regressions'
+    share of the regressions' weight), ``boosting_weight_`` (pi),
+    ``boosted_trees_`` (the member's trees as arrays, None when pi is 0 or
+    under ``MIN_BOOSTING_WEIGHT``) and ``boosting_temperature_``; without a
+    member, only the first two (the others keep their
+    ``BaseHeadClassifier._head_attributes`` defaults).
     """
     smallest = np.bincount(targets).min()
     folds = None
     if smallest >= 2:
         folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
     unconverged = []
+    twins = unlabeled is not None and folds is not None
 
-    def fit(features):
+    def fit(features, unlabeled):
         if smallest < 2:
             model = LogisticRegression(C=1.0, max_iter=LOGISTIC_MAX_ITER)
         else:
@@ -107,10 +117,15 @@ def fit_logistic_head_(
             unconverged.append(float(getattr(model, "C_", model.C)))
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
-        return model, score
+        if not twins:
+            return [(model, score)]
+        twin = self_trained_logistic(
+            float(model.C_), LOGISTIC_MAX_ITER, features, targets, unlabeled, folds, sample_weight
+        )
+        return [(model, score), twin]
 
-    coef, intercept, weight, log_likelihoods = weigh_embedding_block(
-        fit, embeddings, n_embedding if smallest >= 2 else None
+    coef, intercept, weight, log_likelihoods, p = weigh_embedding_block(
+        fit, embeddings, n_embedding if smallest >= 2 else None, unlabeled
     )
     if unconverged:
         warnings.warn(
@@ -127,7 +142,9 @@ def fit_logistic_head_(
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    attributes = {"embedding_weight_": weight}
+    # with twins, fit returned (plain, self-trained) for each weight of the block
+    attributes = {"embedding_weight_": weight,
+                  "self_training_weight_": float(p[1::2].sum()) if twins else 0.0}
     member = None
     tried = inputs is not None and not issparse(inputs) and folds is not None
     if tried and len(targets) >= MIN_BOOSTING_ROWS:
@@ -210,6 +227,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     _head_attributes = {
         **BaseHeadEstimator._head_attributes,
         "boosting_weight_": 0.0, "boosted_trees_": None, "boosting_temperature_": 1.0,
+        "self_training_weight_": 0.0,
     }
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
@@ -262,10 +280,10 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return FineTuneNet, torch.nn.CrossEntropyLoss, {"classes": np.arange(n_outputs)}
 
     def _fit_closed_form_head(
-        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding
+        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding, unlabeled
     ):
         return fit_logistic_head_(
-            head, embeddings, targets, seed, sample_weight, n_embedding, inputs
+            head, embeddings, targets, seed, sample_weight, n_embedding, inputs, unlabeled
         )
 
     def _class_weights(self, targets, label_encoder):
@@ -454,6 +472,16 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         ``{label: weight}`` (absent labels weigh 1), "balanced" (inversely
         proportional to the class frequencies among the labeled rows), or
         None (all 1). Multiplied by ``fit``'s ``sample_weight``.
+    self_training : bool, default=False
+        Whether the closed-form head of ``freeze_encoder="auto"`` (few labels,
+        no validation set) also reads the unlabeled rows (a seeded sample of at
+        most 4,096): each of its logistic regressions gets a twin self-trained
+        on them (pseudo-labels: Lee, 2013, "Pseudo-Label", section 3;
+        unlabeled rows predicted with probability 0.75 or more take that class,
+        refitted until they no longer change), weighed against the plain
+        regressions by its likelihood on held-out labeled rows, self-training
+        repeated inside each fold. ``self_training_weight_`` says how much it
+        counted. The other heads ignore it.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -514,6 +542,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         averaging). Near 0 the head reads the input features alone (the
         embedding did not help on the labeled rows), near 1 the whole
         embedding. 1.0 otherwise.
+    self_training_weight_ : float
+        With ``self_training=True`` and the closed-form head, the self-trained
+        regressions' share of the regressions' weight (0 to 1); 0.0 otherwise.
     boosting_weight_ : float
         With the closed-form head of ``freeze_encoder="auto"`` and at least
         50 labeled rows, the weight of the gradient-boosted member
@@ -563,6 +594,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     _parameter_constraints = {
         **BaseHeadClassifier._parameter_constraints,
         **PRETRAINED_ENCODER_CONSTRAINTS,
+        "self_training": ["boolean"],
     }
 
     def __init__(
@@ -578,6 +610,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         validation_fraction="auto",
         scoring="loss",
         class_weight=None,
+        self_training=False,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -593,10 +626,17 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.class_weight = class_weight
+        self.self_training = self_training
         self.device = device
         self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
+
+    def _unlabeled_rows(self, X, labeled, seed):
+        if not self.self_training:
+            return None
+        rows = np.delete(np.arange(X.shape[0]), labeled)
+        return X[rows[unlabeled_sample(len(rows), seed)]] if len(rows) else None
 
 
 class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):

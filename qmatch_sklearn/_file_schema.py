@@ -4,8 +4,9 @@ A file is input from outside, so its header is never trusted. For each
 estimator in it, before its network is built:
 
 - the parameters are exactly the class's (none unknown, none missing: a
-  default may be another model) and satisfy its ``_parameter_constraints``,
-  as ``fit`` would check them;
+  default may be another model; a parameter added since format 2 takes the
+  value of the models saved before it, :data:`ADDED_PARAMS`) and satisfy its
+  ``_parameter_constraints``, as ``fit`` would check them;
 - the fitted attributes are known by name, so none can shadow a method, and
   each has its type and its shape relation to the parameters and to the other
   attributes (``center_`` has ``n_features_in_`` entries, ``target_mean_``
@@ -194,8 +195,9 @@ def _check_head(state, field):
     if "head_" in state:
         _require(state["head_"] in HEADS, field("head_"),
                  f"head_ must be one of {HEADS}, got {state['head_']!r}.")
-    if "embedding_weight_" in state:
-        _number(state, "embedding_weight_", field("embedding_weight_"), 0.0, 1.0)
+    for name in ("embedding_weight_", "self_training_weight_"):
+        if name in state:
+            _number(state, name, field(name), 0.0, 1.0)
     if "encoder_" in state:
         encoder = state["encoder_"]
         inner = encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
@@ -245,7 +247,8 @@ _COMMON = {"n_features_in_", "feature_names_in_", "is_categorical_", "categories
 _MISSING = {"missing_features_", "missing_indicators_"}
 _ENCODER = _COMMON | _MISSING | {"embedding_mean_", "embedding_scale_", "_n_features_out"}
 _HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_"}
-_CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_"}
+_CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_",
+               "self_training_weight_"}
 _REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "_one_dimensional_y"}
 
 
@@ -261,11 +264,24 @@ def allowed_attributes(cls):
     return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR)
 
 
+#: Parameters added since format 2, with the value that gives the models saved
+#: before they existed: a file (or pickle) without one loads with that value.
+ADDED_PARAMS = {"self_training": False}
+
+
+def with_added_params(cls, params):
+    """``params`` with the :data:`ADDED_PARAMS` of ``cls`` they lack."""
+    names = inspect.signature(cls.__init__).parameters
+    return {**{k: v for k, v in ADDED_PARAMS.items() if k in names}, **params}
+
+
 def checked_params(cls, params, field):
     """``params``, refused unless exactly the class's parameters (a missing one
-    is refused too: its default may be another model, e.g. ``passthrough``),
-    satisfying its constraints."""
+    is refused too, as its default may be another model, e.g. ``passthrough``,
+    unless it is one of :data:`ADDED_PARAMS`), satisfying its constraints."""
     names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    if isinstance(params, dict) and cls is not FrozenEstimator:
+        params = with_added_params(cls, params)
     _refuse_first(set(params) - names, field,
                   lambda name: f"{cls.__name__} has no parameter {name!r}.")
     _refuse_first(names - set(params), field,

@@ -74,43 +74,56 @@ def pseudo_bma_weights(log_likelihoods, n_rows):
     return p / p.sum()
 
 
-def weigh_embedding_block(fit, features, n_embedding):
+def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     """The closed-form head averaged over the weights of the embedding block.
 
-    ``fit(features) -> (model, log_likelihood)`` fits the head on
-    ``features`` and returns its mean cross-validated log-likelihood per row;
-    ``features`` end with the ``n_embedding`` embedding columns (None: no input
-    block to weigh them against, fit once). Each weight w_k of
-    :data:`EMBEDDING_WEIGHTS` scales those columns and gives one head; the
-    heads' linear scores are averaged with their pseudo-Bayesian-model-averaging
-    weights (:func:`pseudo_bma_weights`): a head on few labeled rows keeps the
+    ``fit(features, unlabeled) -> [(model, log_likelihood), ...]`` fits one or
+    more heads on ``features`` (the labeled rows; ``unlabeled``, the unlabeled
+    rows' features scaled alike, or None) and returns each with its mean
+    cross-validated log-likelihood per row; ``features`` end with the
+    ``n_embedding`` embedding columns (None: no input block to weigh them
+    against, fit once). Each weight w_k of :data:`EMBEDDING_WEIGHTS` scales
+    those columns and gives its heads; all heads' linear scores are averaged
+    with their pseudo-Bayesian-model-averaging weights
+    (:func:`pseudo_bma_weights`): a head on few labeled rows keeps the
     embedding where it predicts held-out rows better, falls back to the input
     features alone where it is noise, and does not stake everything on one
     noisy choice. The average of linear heads is one linear head.
 
-    Returns ``(coef, intercept, weight, log_likelihoods)``: the averaged
+    Returns ``(coef, intercept, weight, log_likelihoods, p)``: the averaged
     ``coef_`` of the unscaled features (each head's embedding coefficients
     multiplied by its w_k) and ``intercept_``, the average weight sum_k p_k w_k
-    of the embedding block (1 when ``n_embedding`` is None), and the heads'
-    log-likelihoods (for weighing them against other members).
+    of the embedding block (1 when ``n_embedding`` is None), the heads'
+    log-likelihoods (for weighing them against other members) and their
+    weights p, in the order ``fit`` returned them, weight by weight.
     """
-    if n_embedding is None:
-        model, log_likelihood = fit(features)
-        coef, intercept = model.coef_.copy(), np.asarray(model.intercept_, dtype=float).copy()
-        return coef, intercept, 1.0, [log_likelihood]
-    heads, log_likelihoods = [], []
-    for weight in EMBEDDING_WEIGHTS:
-        weighted = features.copy()
-        weighted[:, features.shape[1] - n_embedding:] *= weight
-        model, log_likelihood = fit(weighted)
-        coef = model.coef_.copy()
-        coef[..., coef.shape[-1] - n_embedding:] *= weight
-        heads.append((coef, np.asarray(model.intercept_, dtype=float)))
-        log_likelihoods.append(log_likelihood)
+    block_weights = (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
+    heads, log_likelihoods, scales = [], [], []
+    for weight in block_weights:
+        weighted, weighted_unlabeled = features, unlabeled
+        if n_embedding is not None:
+            weighted, weighted_unlabeled = (
+                None if rows is None else _scale_block(rows, n_embedding, weight)
+                for rows in (features, unlabeled)
+            )
+        for model, log_likelihood in fit(weighted, weighted_unlabeled):
+            coef = model.coef_.copy()
+            if n_embedding is not None:
+                coef[..., coef.shape[-1] - n_embedding:] *= weight
+            heads.append((coef, np.asarray(model.intercept_, dtype=float)))
+            log_likelihoods.append(log_likelihood)
+            scales.append(weight)
     p = pseudo_bma_weights(log_likelihoods, len(features))
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
-    return coef, intercept, float(p @ np.asarray(EMBEDDING_WEIGHTS)), log_likelihoods
+    return coef, intercept, float(p @ np.asarray(scales)), log_likelihoods, p
+
+
+def _scale_block(rows, n_embedding, weight):
+    """``rows`` with their last ``n_embedding`` columns multiplied by ``weight`` (a copy)."""
+    scaled = rows.copy()
+    scaled[:, rows.shape[1] - n_embedding:] *= weight
+    return scaled
 
 
 def _is_library_encoder(value):
@@ -159,6 +172,7 @@ class _Supervised:
     split_seed: int
     weights: np.ndarray | None = None
     validation_weights: np.ndarray | None = None
+    unlabeled: object = None
 
 
 class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
@@ -246,15 +260,16 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         validation_weights = None
         if validation is not None and weights is not None:
             validation_weights = self._class_weights(validation[1], encoding)
+        kinds = self._head_choices(valid is not None or validation is not None)
+        closed_form = kinds == (self._closed_form_head,)
+        if closed_form:
+            self._warn_unused_training_params(len(targets))
         supervised = _Supervised(
             X if len(labeled) == X.shape[0] else X[labeled], targets, train, valid, validation,
             self._head_width(encoding), device, head_seed, data_seed, split_seed,
             weights, validation_weights,
+            self._unlabeled_rows(X, labeled, data_seed) if closed_form else None,
         )
-
-        kinds = self._head_choices(valid is not None or validation is not None)
-        if kinds == (self._closed_form_head,):
-            self._warn_unused_training_params(len(targets))
 
         # an encoder pretrained here reads the table itself (its categorical columns, its
         # units): it fits the same center_ and scale_ on the same rows
@@ -324,6 +339,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             result, attributes = self._fit_closed_form_head(
                 head, features(data.X), data.X, data.targets, data.split_seed, data.weights,
                 self._embedding_block(),
+                None if data.unlabeled is None else features(data.unlabeled),
             )
             return result, frozen, torch.nn.Sequential(network, head), attributes
         train_rows, valid_rows = split_datasets(
@@ -353,6 +369,11 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     def _embedding_block(self):
         """Width of the embedding block at the end of the head's input when it
         follows the input features (``passthrough=True``), else None."""
+        return None
+
+    def _unlabeled_rows(self, X, labeled, seed):
+        """The unlabeled rows of ``X`` the closed-form head reads (a seeded
+        sample), or None: only a classifier's head uses them."""
         return None
 
     def _head_choices(self, has_validation):

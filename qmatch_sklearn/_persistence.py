@@ -23,7 +23,13 @@ from sklearn.frozen import FrozenEstimator
 from skorch.history import History
 
 from ._device import resolve_device
-from ._file_schema import Refused, check_attributes, check_weights, checked_params
+from ._file_schema import (
+    Refused,
+    check_attributes,
+    check_weights,
+    checked_params,
+    with_added_params,
+)
 from ._networks import isolated_global_rng
 from ._version import __version__
 
@@ -95,6 +101,7 @@ class PersistenceMixin:
                 InconsistentVersionWarning,
                 stacklevel=2,
             )
+        state = with_added_params(type(self), state)  # pickled before they existed
         weights = state.pop("network_", None)
         # checked before anything is restored: a refused state leaves no half-built estimator
         tensors = None if weights is None else _tensors_from_arrays(weights, type(self).__name__)

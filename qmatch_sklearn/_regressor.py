@@ -53,16 +53,16 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
     each) and they are averaged with weights from their leave-one-out errors
     (:func:`~._head.weigh_embedding_block`).
     """
-    def fit(features):
+    def fit(features, unlabeled):
         model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
             features.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
         )
         # the Gaussian log-likelihood per row of the leave-one-out residuals, up to a
         # constant: -log(mean squared error) / 2 (best_score_ is minus that error)
         mse = max(-model.best_score_, np.finfo(np.float64).tiny)
-        return model, -0.5 * np.log(mse)
+        return [(model, -0.5 * np.log(mse))]
 
-    coef, intercept, weight, _ = weigh_embedding_block(fit, embeddings, n_embedding)
+    coef, intercept, weight, _, _ = weigh_embedding_block(fit, embeddings, n_embedding)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
@@ -204,8 +204,9 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         return FineTuneRegressorNet, torch.nn.MSELoss, {}
 
     def _fit_closed_form_head(
-        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding
+        self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding, unlabeled
     ):
+        # a regression self-trained on its own predictions is the same regression
         return fit_ridge_head_(head, embeddings, targets, sample_weight, n_embedding)
 
     def _keep_targets(self, scaling):

@@ -1,0 +1,94 @@
+"""Self-training: a logistic regression refitted on the unlabeled rows it labels confidently.
+
+The few-label head of ``QMatchClassifier`` sees a few labeled rows and many
+unlabeled ones. Self-training (Yarowsky, 1995, "Unsupervised word sense
+disambiguation rivaling supervised methods"; as pseudo-labelling, Lee, 2013,
+"Pseudo-Label: the simple and efficient semi-supervised learning method for deep
+neural networks", section 3) lets the unlabeled rows shape the decision boundary:
+fit on the labeled rows, give every unlabeled row whose predicted class
+probability reaches ``THRESHOLD`` that class as its label, refit on both, and
+repeat until the pseudo-labels no longer change. Where the classes are clusters
+that the embedding separates, the boundary moves into the gaps between them;
+where they are not, confident mistakes reinforce themselves. So the
+self-trained regression is never taken on faith: :func:`self_trained_logistic`
+repeats the whole procedure inside every cross-validation fold (the held-out
+labeled rows never label an unlabeled row) and returns its held-out
+log-likelihood, by which the head weighs it against the plain regressions
+(pseudo-Bayesian model averaging, :func:`~._head.pseudo_bma_weights`).
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+#: A predicted class probability from which an unlabeled row takes that class
+#: (scikit-learn's ``SelfTrainingClassifier`` default).
+THRESHOLD = 0.75
+#: Refits at most, after the fit on the labeled rows alone.
+MAX_ROUNDS = 5
+#: Unlabeled rows the head reads at most (a seeded sample of them): the refits'
+#: cost grows with them, and a few thousand rows already outnumber a few hundred
+#: labels many times.
+MAX_UNLABELED_ROWS = 4096
+
+
+def unlabeled_sample(n_unlabeled, seed):
+    """Indices of at most ``MAX_UNLABELED_ROWS`` of ``n_unlabeled`` rows, seeded, sorted."""
+    if n_unlabeled <= MAX_UNLABELED_ROWS:
+        return np.arange(n_unlabeled)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_unlabeled, MAX_UNLABELED_ROWS, replace=False))
+
+
+def _fit(C, max_iter, features, targets, sample_weight):
+    model = LogisticRegression(C=C, max_iter=max_iter)
+    with warnings.catch_warnings():
+        # the plain regression at this C is checked for convergence by the head
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(features, targets, sample_weight=sample_weight)
+
+
+def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
+    """A ``LogisticRegression(C)`` self-trained on ``unlabeled`` (see the module).
+
+    Pseudo-labeled rows weigh as the labeled rows do on average.
+    """
+    weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
+    model = _fit(C, max_iter, features, targets, weights)
+    previous = None
+    for _ in range(MAX_ROUNDS):
+        proba = model.predict_proba(unlabeled)
+        confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)
+        pseudo = model.classes_[proba[confident].argmax(axis=1)]
+        if not len(confident) or (
+            previous is not None and np.array_equal(confident, previous[0])
+            and np.array_equal(pseudo, previous[1])
+        ):
+            break
+        previous = confident, pseudo
+        model = _fit(
+            C, max_iter, np.vstack([features, unlabeled[confident]]),
+            np.r_[targets, pseudo], np.r_[weights, np.full(len(confident), weights.mean())],
+        )
+    return model
+
+
+def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
+    """The self-trained regression on every labeled row and its mean
+    cross-validated log-likelihood per row on ``folds`` (self-training repeated
+    inside each fold, as ``LogisticRegressionCV`` scores the plain one: the
+    mean over folds of minus the log-loss of the held-out rows)."""
+    labels = np.arange(targets.max() + 1)
+    scores = []
+    for train, test in folds.split(features, targets):
+        model = self_train(
+            C, max_iter, features[train], targets[train], unlabeled,
+            None if sample_weight is None else sample_weight[train],
+        )
+        scores.append(-log_loss(targets[test], model.predict_proba(features[test]),
+                                labels=labels))
+    model = self_train(C, max_iter, features, targets, unlabeled, sample_weight)
+    return model, float(np.mean(scores))
