@@ -472,7 +472,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         ``{label: weight}`` (absent labels weigh 1), "balanced" (inversely
         proportional to the class frequencies among the labeled rows), or
         None (all 1). Multiplied by ``fit``'s ``sample_weight``.
-    self_training : bool, default=False
+    self_training : bool, default=True
         Whether the closed-form head of ``freeze_encoder="auto"`` (few labels,
         no validation set) also reads the unlabeled rows (a seeded sample of at
         most 4,096): each of its logistic regressions gets a twin self-trained
@@ -610,7 +610,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         validation_fraction="auto",
         scoring="loss",
         class_weight=None,
-        self_training=False,
+        self_training=True,
         device="auto",
         precision="32-true",
         random_state=None,
