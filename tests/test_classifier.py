@@ -168,7 +168,8 @@ def test_auto_keeps_the_head_with_the_better_validation_score(data):
 def test_auto_without_validation_fits_a_cross_validated_logistic_head(data):
     X, y = data
     y_semi = np.where(np.arange(len(y)) % 10 == 0, y, -1)  # 40 labeled rows
-    clf = _classifier(freeze_encoder="auto", validation_fraction="auto", self_training=False).fit(X, y_semi)
+    clf = _classifier(freeze_encoder="auto", validation_fraction="auto", self_training=False)
+    clf.fit(X, y_semi)
     assert clf.frozen_encoder_ and clf.network_[0] is clf.encoder_.network_
     assert clf.n_epochs_ == 0 and len(clf.history_) == 0
     # the head is a logistic regression on the embeddings, with one of the Cs

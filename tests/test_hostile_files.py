@@ -125,6 +125,9 @@ EDITS = {
     "a scale_ of 0": (
         "encoder", lambda e: e["attributes"]["scale_"]["items"].__setitem__(0, 0.0), None,
         "scale_"),
+    "a self-training weight above 1": (
+        "classifier", lambda e: e["attributes"].update(self_training_weight_=2.0), None,
+        "self_training_weight_"),
     "a device that does not exist": (
         "encoder", lambda e: e["attributes"].update(device_="os.system"), None, "device_"),
 }

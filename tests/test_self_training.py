@@ -1,0 +1,135 @@
+"""Self-training of the few-label head (issue #31): pseudo-labels move the boundary into
+the gap between clusters, held-out rows never label anything, and the classifier
+weighs the self-trained regressions by their held-out likelihood."""
+
+import json
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from safetensors import safe_open
+from safetensors.numpy import save_file
+from sklearn.datasets import load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _self_training, load, save
+from qmatch_sklearn._self_training import (
+    MAX_UNLABELED_ROWS,
+    self_train,
+    self_trained_logistic,
+    unlabeled_sample,
+)
+
+from .conftest import tiny_encoder_params
+
+
+def _clusters(seed=0, n=400):
+    """Two Gaussian clusters on the x axis with a gap between them, and four labeled rows
+    placed so that the regression on them alone puts its boundary inside class 1."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    X = np.c_[np.where(y == 1, 3.0, -3.0) + 0.7 * rng.normal(size=n), rng.normal(size=n)]
+    labeled = np.array([[-1.0, 0.5], [-1.0, -0.5], [6.0, 0.5], [6.0, -0.5]])
+    return labeled, np.array([0, 0, 1, 1]), X, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_self_training_moves_the_boundary_into_the_gap_between_the_clusters(seed):
+    features, targets, unlabeled, truth = _clusters(seed)
+    plain = LogisticRegression(C=1.0).fit(features, targets)
+    trained = self_train(1.0, 1000, features, targets, unlabeled)
+    assert plain.score(unlabeled, truth) < 0.9  # the plain boundary cuts class 1
+    assert trained.score(unlabeled, truth) > 0.99
+    # where the score is 0 on the x axis: from 2.5 (between the labeled rows) to the gap
+    assert abs(-trained.intercept_[0] / trained.coef_[0, 0]) < 0.5
+
+
+def test_without_a_confident_unlabeled_row_it_is_the_plain_regression():
+    features, targets, _, _ = _clusters()
+    on_the_boundary = np.c_[np.full(5, 2.5), np.linspace(-1, 1, 5)]
+    plain = LogisticRegression(C=1.0, max_iter=1000).fit(features, targets)
+    assert plain.predict_proba(on_the_boundary).max() < _self_training.THRESHOLD
+    trained = self_train(1.0, 1000, features, targets, on_the_boundary)
+    np.testing.assert_array_equal(trained.coef_, plain.coef_)
+
+
+def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeypatch):
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=(30, 3))
+    targets = np.arange(30) % 3
+    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    seen = []
+    original = _self_training.self_train
+
+    def spy(C, max_iter, rows, *args, **kwargs):
+        seen.append(rows.copy())
+        return original(C, max_iter, rows, *args, **kwargs)
+
+    monkeypatch.setattr(_self_training, "self_train", spy)
+    _, score = self_trained_logistic(1.0, 1000, features, targets, rng.normal(size=(50, 3)),
+                                     folds)
+    splits = list(folds.split(features, targets))
+    assert len(seen) == len(splits) + 1  # one per fold, then all labeled rows
+    for rows, (train, test) in zip(seen, splits, strict=False):
+        np.testing.assert_array_equal(rows, features[train])
+        assert not any((rows == features[i]).all(axis=1).any() for i in test)
+    assert score < 0  # a mean log-likelihood
+
+
+@given(n=st.integers(0, 3 * MAX_UNLABELED_ROWS), seed=st.integers(0, 2**32 - 1))
+def test_the_unlabeled_sample_is_sorted_distinct_and_bounded(n, seed):
+    rows = unlabeled_sample(n, seed)
+    assert len(rows) == min(n, MAX_UNLABELED_ROWS)
+    assert np.all(np.diff(rows) > 0) and (len(rows) == 0 or (rows[0] >= 0 and rows[-1] < n))
+    np.testing.assert_array_equal(rows, unlabeled_sample(n, seed))
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return X, np.where(np.arange(len(y)) % 6 == 0, y, -1), y
+
+
+def _fit(X, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu", **params).fit(X, y)
+
+
+def test_the_classifier_weighs_the_self_trained_regressions(wine):
+    X, y_semi, y = wine
+    trained, plain = _fit(X, y_semi), _fit(X, y_semi, self_training=False)
+    assert 0.0 <= trained.self_training_weight_ <= 1.0
+    assert plain.self_training_weight_ == 0.0
+    # the same encoder and the same plain regressions: only the self-trained twins differ
+    np.testing.assert_array_equal(trained.encoder_.transform(X), plain.encoder_.transform(X))
+    assert trained.score(X, y) >= plain.score(X, y) - 0.05
+    # every row labeled: nothing to self-train on
+    assert _fit(X, y).self_training_weight_ == 0.0
+
+
+def test_models_saved_before_the_parameter_existed_load_without_self_training(wine, tmp_path):
+    X, y_semi, _ = wine
+    model = _fit(X, y_semi)
+    path = tmp_path / "model.qmatch"
+    save(model, path)
+    with safe_open(path, framework="numpy") as file:
+        metadata = file.metadata()
+        tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
+    document = json.loads(metadata["document"])
+    del document["estimator"]["params"]["self_training"]
+    del document["estimator"]["attributes"]["self_training_weight_"]
+    save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
+    restored = load(path)
+    assert restored.self_training is False and restored.self_training_weight_ == 0.0
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    state = model.__getstate__()
+    del state["self_training"]
+    unpickled = pickle.loads(pickle.dumps(model))
+    unpickled.__setstate__(state)
+    assert unpickled.get_params()["self_training"] is False
