@@ -213,18 +213,28 @@ def run_hgb(data, seed, smoke):
     return model.predict(data.X_test), {"min_samples_leaf": model.min_samples_leaf}
 
 
+def catboost_frames(data):
+    """The raw train and test tables as CatBoost reads them, and their categorical
+    columns: categories as strings, a missing one as ``"nan"``."""
+    categorical = [c for c in data.X_train.columns
+                   if isinstance(data.X_train[c].dtype, pd.CategoricalDtype)]
+    X_train, X_test = (X.assign(**{c: X[c].astype(object).where(X[c].notna(), "nan")
+                                   .astype(str) for c in categorical})
+                       for X in (data.X_train, data.X_test))
+    return X_train, X_test, categorical
+
+
+def catboost_params(seed, categorical, smoke):
+    """CatBoost at its defaults: one thread, seeded, silent, writing no files."""
+    return {"random_seed": seed, "thread_count": 1, "verbose": 0, "cat_features": categorical,
+            "allow_writing_files": False, **({"iterations": 20} if smoke else {})}
+
+
 def run_catboost(data, seed, smoke):
     from catboost import CatBoostClassifier
 
-    X_train, X_test = data.X_train, data.X_test
-    categorical = [c for c in X_train.columns
-                   if isinstance(X_train[c].dtype, pd.CategoricalDtype)]
-    X_train, X_test = (X.assign(**{c: X[c].astype(object).where(X[c].notna(), "nan")
-                                   .astype(str) for c in categorical})
-                       for X in (X_train, X_test))
-    model = CatBoostClassifier(random_seed=seed, thread_count=1, verbose=0,
-                               cat_features=categorical, allow_writing_files=False,
-                               **({"iterations": 20} if smoke else {}))
+    X_train, X_test, categorical = catboost_frames(data)
+    model = CatBoostClassifier(**catboost_params(seed, categorical, smoke))
     model.fit(X_train[data.labeled], data.y_train[data.labeled])
     return model.predict(X_test).ravel().astype(data.y_train.dtype), {
         "iterations": int(model.tree_count_)}
