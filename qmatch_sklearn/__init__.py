@@ -2,6 +2,7 @@
 
 from ._classifier import QMatchClassifier, SupervisedMLPClassifier
 from ._feature_groups import one_hot_groups
+from ._onnx import register_onnx_converters, to_onnx
 from ._persistence import InconsistentVersionWarning, load, save
 from ._regressor import QMatchRegressor, SupervisedMLPRegressor
 from ._search_space import paper_param_grid
@@ -37,5 +38,7 @@ __all__ = [
     "load",
     "one_hot_groups",
     "paper_param_grid",
+    "register_onnx_converters",
     "save",
+    "to_onnx",
 ]

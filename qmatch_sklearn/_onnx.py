@@ -1,0 +1,218 @@
+"""ONNX export: the library's estimators as skl2onnx converters, and ``to_onnx`` (issue #33).
+
+A fitted estimator's prediction is one torch module (``_serving.py``);
+``torch.onnx.export`` writes it as an ONNX graph, and the converters registered here
+splice that graph into the one skl2onnx builds for a whole ``Pipeline``. The
+exported file is plain ONNX (opset 18 or later): ONNX Runtime serves it, in any
+language it has bindings for, without Python, torch or this library.
+
+What converts: every encoder (``transform``, with ``passthrough`` and the missing
+values layer: NaN in, the same output), ``QMatchClassifier`` and
+``SupervisedMLPClassifier`` (label and probabilities, the closed-form head's trees
+included), ``QMatchRegressor`` and ``SupervisedMLPRegressor``; float32 or float64
+rows of numeric columns. What does not: native categorical columns (the ONNX input
+is one numeric tensor: encode them upstream, with a ``OneHotEncoder`` in the
+pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` converter),
+and sparse input. Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
+"""
+
+import copy
+
+import numpy as np
+import torch
+
+from . import _serving
+
+#: The first ONNX opset of torch's exporter.
+MIN_OPSET = 18
+
+
+def serving_module(estimator):
+    """The fitted ``estimator``'s ``transform``, ``predict_proba`` or ``predict`` as
+    one torch module on the CPU (see ``_serving.py``); raises a ValueError for what
+    an ONNX graph of one numeric tensor cannot take."""
+    from sklearn.utils.validation import check_is_fitted
+
+    from ._head import _head_input
+
+    check_is_fitted(estimator)
+    if getattr(estimator, "is_categorical_", None) is not None:
+        raise ValueError(
+            f"{type(estimator).__name__} was fitted with native categorical columns, which "
+            "an ONNX graph of one numeric tensor cannot take. Encode them upstream (a "
+            "OneHotEncoder in a ColumnTransformer before the estimator) to export."
+        )
+    center = getattr(estimator, "center_", None)
+    n_features = estimator.n_features_in_
+    scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
+                             np.ones(n_features) if center is None else estimator.scale_)
+    network = copy.deepcopy(estimator.network_).cpu().eval()
+    if _kind(estimator) == "transformer":
+        # with passthrough=True, transform's [filled input, indicators, balanced embedding]
+        return _serving.Transformer(scaled, _head_input(estimator, network)).eval()
+    if hasattr(estimator, "predict_proba"):
+        trees = estimator.boosted_trees_
+        return _serving.Classifier(
+            scaled, network,
+            None if trees is None else _serving.Trees(trees, estimator.boosting_temperature_),
+            estimator.boosting_weight_,
+        ).eval()
+    return _serving.Regressor(scaled, network, estimator.target_mean_,
+                              estimator.target_scale_).eval()
+
+
+def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
+    """The ONNX ``ModelProto`` of :func:`serving_module`, with one input ``X``
+    (rows x ``n_features_in_``, of ``dtype``) and one output ``Y``."""
+    if opset < MIN_OPSET:
+        raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
+                         f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
+    module = serving_module(estimator)
+    sample = torch.zeros((2, estimator.n_features_in_), dtype=torch.from_numpy(
+        np.zeros(0, dtype=dtype)).dtype)
+    rows = torch.export.Dim("rows")
+    program = torch.onnx.export(
+        module, (sample,), dynamo=True, dynamic_shapes=({0: rows},), input_names=["X"],
+        output_names=["Y"], opset_version=opset, optimize=True, verbose=False,
+    )
+    return program.model_proto
+
+
+def _kind(estimator):
+    if hasattr(estimator, "predict_proba"):
+        return "classifier"
+    return "regressor" if hasattr(estimator, "predict") else "transformer"
+
+
+def _shape_calculator(operator):
+    from skl2onnx.common.data_types import (
+        DoubleTensorType,
+        FloatTensorType,
+        Int64TensorType,
+        StringTensorType,
+    )
+
+    estimator = operator.raw_operator
+    kind = _kind(estimator)
+    rows = operator.inputs[0].get_first_dimension()
+    tensor = (DoubleTensorType if isinstance(operator.inputs[0].type, DoubleTensorType)
+              else FloatTensorType)
+    if kind == "classifier":
+        label = (Int64TensorType if np.issubdtype(estimator.classes_.dtype, np.integer)
+                 else StringTensorType)
+        operator.outputs[0].type = label([rows])
+        operator.outputs[1].type = FloatTensorType([rows, len(estimator.classes_)])
+    elif kind == "regressor":
+        operator.outputs[0].type = tensor([rows, estimator.n_outputs_])
+    else:
+        operator.outputs[0].type = tensor([rows, len(estimator.get_feature_names_out())])
+
+
+def _converter(scope, operator, container):
+    from onnx import TensorProto, helper, numpy_helper
+    from skl2onnx.common.data_types import DoubleTensorType
+
+    estimator = operator.raw_operator
+    double = isinstance(operator.inputs[0].type, DoubleTensorType)
+    graph = export_graph(estimator, np.float64 if double else np.float32,
+                         container.target_opset).graph
+    prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
+    names = {"X": operator.inputs[0].full_name}
+
+    def renamed(name):
+        if not name:  # an omitted optional input
+            return name
+        return names.setdefault(name, f"{prefix}{name}")
+
+    for tensor in graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        container.add_initializer(renamed(tensor.name), tensor.data_type, list(array.shape),
+                                  numpy_helper.from_array(array, renamed(tensor.name)))
+    for node in graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        container.add_node(node.op_type, [renamed(i) for i in node.input],
+                           [renamed(o) for o in node.output], op_domain=node.domain,
+                           name=scope.get_unique_operator_name(f"{prefix}{node.op_type}"),
+                           **attributes)
+    result = renamed("Y")
+    outputs = [o.full_name for o in operator.outputs]
+    kind = _kind(estimator)
+    if kind == "classifier":
+        container.add_node("Identity", [result], [outputs[1]],
+                           name=scope.get_unique_operator_name(f"{prefix}Identity"))
+        index = scope.get_unique_variable_name(f"{prefix}argmax")
+        container.add_node("ArgMax", [result], [index], axis=1, keepdims=0,
+                           name=scope.get_unique_operator_name(f"{prefix}ArgMax"))
+        classes = scope.get_unique_variable_name(f"{prefix}classes")
+        labels = estimator.classes_
+        if np.issubdtype(labels.dtype, np.integer):
+            container.add_initializer(classes, TensorProto.INT64, [len(labels)],
+                                      labels.astype(np.int64).tolist())
+        else:
+            container.add_initializer(classes, TensorProto.STRING, [len(labels)],
+                                      [str(label).encode() for label in labels])
+        picked = scope.get_unique_variable_name(f"{prefix}picked")
+        container.add_node("ArrayFeatureExtractor", [classes, index], [picked],
+                           op_domain="ai.onnx.ml",
+                           name=scope.get_unique_operator_name(f"{prefix}Labels"))
+        flat = scope.get_unique_variable_name(f"{prefix}flat")
+        container.add_initializer(flat, TensorProto.INT64, [1], [-1])
+        container.add_node("Reshape", [picked, flat], [outputs[0]],
+                           name=scope.get_unique_operator_name(f"{prefix}Reshape"))
+        return
+    to = TensorProto.DOUBLE if double else TensorProto.FLOAT
+    container.add_node("Cast", [result], [outputs[0]], to=to,
+                       name=scope.get_unique_operator_name(f"{prefix}Cast"))
+
+
+def register_onnx_converters():
+    """Register skl2onnx converters for every estimator of the library, so that
+    ``skl2onnx.to_onnx`` converts them inside any ``Pipeline``. Idempotent."""
+    from skl2onnx import update_registered_converter
+
+    from ._persistence import _LOADABLE
+
+    for name, cls in _LOADABLE.items():
+        if name == "FrozenEstimator":
+            continue
+        options = ({"zipmap": [True, False, "columns"], "nocl": [True, False]}
+                   if hasattr(cls, "predict_proba") else None)
+        update_registered_converter(cls, f"QMatchSklearn{name}", _shape_calculator,
+                                    _converter, options=options)
+
+
+def to_onnx(model, X, **options):
+    """Convert a fitted estimator of the library, or a ``Pipeline`` holding some, to ONNX.
+
+    Registers the library's converters (:func:`register_onnx_converters`), then
+    calls ``skl2onnx.to_onnx(model, X, **options)``: the input type is taken from
+    ``X`` (a few rows of float32 or float64 numbers), the target opset is
+    skl2onnx's latest unless ``target_opset`` says otherwise (18 at least).
+    Classifiers output their label and, as an array of shape (rows, classes),
+    their probabilities (``options={id(classifier): {"zipmap": False}}`` is the
+    default here: a tensor serves better than skl2onnx's list of dicts).
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        Fitted; the library's estimators fitted without native categorical columns.
+    X : ndarray of shape (n_samples, n_features)
+        Sample rows; only their type and width are read.
+    **options
+        Passed to ``skl2onnx.to_onnx`` (``target_opset``, ``options``, ...).
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model; ``onnx.save(model, path)`` writes it, and
+        ``onnxruntime.InferenceSession(model.SerializeToString())`` runs it.
+    """
+    import skl2onnx
+
+    register_onnx_converters()
+    options.setdefault("options", {})
+    if hasattr(model, "predict_proba"):
+        last = model.steps[-1][1] if hasattr(model, "steps") else model
+        options["options"] = {id(last): {"zipmap": False}, **options["options"]}
+    sample = X.iloc[:1] if hasattr(X, "iloc") else np.asarray(X)[:1]
+    return skl2onnx.to_onnx(model, sample, **options)

@@ -1,0 +1,124 @@
+"""A fitted estimator's whole prediction as one torch module, for export (issue #33).
+
+``transform``, ``predict_proba`` and ``predict`` run NumPy around the network: the
+numeric columns mapped by ``center_`` and ``scale_`` in float64, the network in
+float32, the embedding balanced beside the input (``passthrough``), a boosted
+member's trees, the target's units. :func:`serving_module` writes all of it as
+torch operations, so that ``torch.onnx.export`` turns the fitted estimator into one
+plain ONNX graph (``_onnx.py``): the same arithmetic, not a re-implementation of
+the layers. The module reads the rows as the estimator's input, numeric columns
+only (NaN allowed where the estimator was fitted with missing values).
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    """``x -> (x - center) / scale`` in float64, as float32: the numeric map of
+    ``_scaling.py`` (identity for a model saved before it existed)."""
+
+    def __init__(self, center, scale):
+        super().__init__()
+        self.register_buffer("center", torch.tensor(center, dtype=torch.float64))
+        self.register_buffer("scale", torch.tensor(scale, dtype=torch.float64))
+
+    def forward(self, x):
+        return ((x.to(torch.float64) - self.center) / self.scale).to(torch.float32)
+
+
+class Trees(nn.Module):
+    """The boosted member's per-class log-probabilities (``_boosting.tree_log_proba``):
+    every tree walked from its root, one level per step, for ``depth`` steps (a leaf
+    stays where it is), the rows compared in float64 as the NumPy walk does."""
+
+    def __init__(self, trees, temperature):
+        super().__init__()
+        for name in ("feature", "left", "right", "roots", "output"):
+            self.register_buffer(name, torch.tensor(trees[name], dtype=torch.int64))
+        for name in ("threshold", "value", "baseline"):
+            self.register_buffer(name, torch.tensor(trees[name], dtype=torch.float64))
+        self.register_buffer("is_leaf", torch.tensor(trees["is_leaf"], dtype=torch.bool))
+        self.register_buffer("missing_left",
+                             torch.tensor(trees["missing_left"], dtype=torch.bool))
+        n_outputs = len(trees["baseline"])
+        # sums each tree's leaf value into its output column: (trees, outputs)
+        self.register_buffer("to_output", torch.nn.functional.one_hot(
+            self.output, n_outputs).to(torch.float64))
+        self.depth = _depth(trees)
+        self.temperature = float(temperature)
+
+    def forward(self, x):
+        rows = x.to(torch.float64)
+        node = self.roots.unsqueeze(0).expand(rows.shape[0], -1)
+        for _ in range(self.depth):
+            value = torch.gather(rows, 1, self.feature[node])
+            # NaN goes where missing_left says (logical operators: ONNX Runtime has no
+            # Where on booleans)
+            missing = torch.isnan(value)
+            left = ((missing & self.missing_left[node])
+                    | (~missing & (value <= self.threshold[node])))
+            child = torch.where(left, self.left[node], self.right[node])
+            node = torch.where(self.is_leaf[node], node, child)
+        raw = self.baseline + self.value[node] @ self.to_output
+        if raw.shape[1] == 1:  # the log-odds of class 1 against class 0
+            raw = torch.cat([torch.zeros_like(raw), raw], dim=1)
+        return torch.log_softmax(raw / self.temperature, dim=1)
+
+
+def _depth(trees):
+    """The most edges from a root to a leaf over all the trees."""
+    depth = np.zeros(len(trees["feature"]), dtype=np.int64)
+    inner = np.flatnonzero(~trees["is_leaf"])
+    # children point forward (checked at load), so one pass in node order suffices
+    for node in inner:
+        depth[trees["left"][node]] = depth[node] + 1
+        depth[trees["right"][node]] = depth[node] + 1
+    return int(depth.max()) if len(depth) else 0
+
+
+class Classifier(nn.Module):
+    """Rows -> class probabilities: the network's softmax, or its mixture with the
+    boosted member's, ``(1 - w) softmax(network) + w trees``."""
+
+    def __init__(self, scaled, network, trees=None, weight=0.0):
+        super().__init__()
+        self.scaled, self.network, self.trees = scaled, network, trees
+        self.weight = float(weight)
+
+    def forward(self, x):
+        rows = self.scaled(x)
+        logits = self.network(rows)
+        if self.trees is None:
+            return torch.softmax(logits, dim=1)
+        network = torch.log_softmax(logits.to(torch.float64), dim=1)
+        trees = self.trees(rows)
+        log_proba = torch.logaddexp(np.log1p(-self.weight) + network,
+                                    np.log(self.weight) + trees)
+        # the estimator's softmax of float32 log-mixture
+        return torch.softmax(log_proba.to(torch.float32), dim=1)
+
+
+class Regressor(nn.Module):
+    """Rows -> targets in their units (float64), one column per output."""
+
+    def __init__(self, scaled, network, mean, scale):
+        super().__init__()
+        self.scaled, self.network = scaled, network
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float64))
+        self.register_buffer("target_scale", torch.tensor(scale, dtype=torch.float64))
+
+    def forward(self, x):
+        return self.network(self.scaled(x)).to(torch.float64) * self.target_scale + self.mean
+
+
+class Transformer(nn.Module):
+    """Rows -> ``transform``'s output (float32)."""
+
+    def __init__(self, scaled, network):
+        super().__init__()
+        self.scaled, self.network = scaled, network
+
+    def forward(self, x):
+        return self.network(self.scaled(x))

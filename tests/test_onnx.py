@@ -1,0 +1,163 @@
+"""ONNX export (issue #33): ONNX Runtime's outputs equal the estimators' on real tables,
+for every estimator kind, alone and inside a Pipeline; the file runs without our code."""
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.datasets import load_digits, load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from qmatch_sklearn import (
+    METHODS,
+    QMatchClassifier,
+    QMatchEncoder,
+    QMatchRegressor,
+    SupervisedMLPClassifier,
+    SupervisedMLPRegressor,
+    to_onnx,
+)
+
+from .conftest import tiny_encoder_params, tiny_method_params
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("skl2onnx")
+
+#: float32 parity of ONNX Runtime with the estimator: 1e-5, absolute or relative (float32
+#: matrix products summed in another order differ by a few units in the last place).
+ATOL = 1e-5
+
+
+def _run(model, X):
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    if isinstance(X, pd.DataFrame):
+        feeds = {i.name: X[[i.name]].to_numpy() for i in session.get_inputs()}
+    else:
+        feeds = {session.get_inputs()[0].name: X}
+    return session.run(None, feeds)
+
+
+def _fit(estimator, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimator.fit(*args)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="module")
+def wine_with_nan():
+    """Wine with missing entries in two columns, half of its labels hidden."""
+    X, y = load_wine(return_X_y=True)
+    X = X.copy()
+    X[::7, 2] = np.nan
+    X[3::11, 9] = np.nan
+    return X, np.where(np.arange(len(y)) % 2 == 0, y, -1), y
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_encoder_transforms_alike_in_onnx_runtime(name, digits):
+    X, _ = digits
+    encoder = _fit(METHODS[name](**tiny_method_params(name)), X)
+    (Z,) = _run(to_onnx(encoder, X), X)
+    np.testing.assert_allclose(Z, encoder.transform(X), rtol=ATOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_classifier_with_nan_passthrough_and_trees_predicts_alike(dtype, wine_with_nan):
+    X, y_semi, _ = wine_with_nan
+    X = X.astype(dtype)
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu"), X, y_semi)
+    assert clf.boosted_trees_ is not None and len(clf.encoder_.missing_features_)
+    labels, proba = _run(to_onnx(clf, X), X)
+    np.testing.assert_allclose(proba, clf.predict_proba(X), rtol=ATOL, atol=ATOL)
+    np.testing.assert_array_equal(labels, clf.predict(X))
+    encoder = clf.encoder_
+    (Z,) = _run(to_onnx(encoder, X), X)
+    np.testing.assert_allclose(Z, encoder.transform(X), rtol=ATOL, atol=ATOL)
+
+
+def test_string_labels_and_the_supervised_baselines(digits):
+    X, y = digits
+    names = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                      "nine"], dtype=object)[y]
+    mlp = _fit(SupervisedMLPClassifier(hidden_sizes=(32,), embedding_dim=8, max_epochs=3,
+                                       random_state=0, device="cpu"), X, names)
+    labels, proba = _run(to_onnx(mlp, X), X)
+    np.testing.assert_allclose(proba, mlp.predict_proba(X), rtol=ATOL, atol=ATOL)
+    np.testing.assert_array_equal(labels, mlp.predict(X))
+    regressor = _fit(SupervisedMLPRegressor(hidden_sizes=(32,), embedding_dim=8, max_epochs=3,
+                                            random_state=0, device="cpu"), X, y * 100.0)
+    (predicted,) = _run(to_onnx(regressor, X), X)
+    np.testing.assert_allclose(predicted[:, 0], regressor.predict(X), rtol=ATOL, atol=ATOL)
+
+
+def test_the_regressor_predicts_alike_in_its_units(wine_with_nan):
+    X, y_semi, _ = wine_with_nan
+    targets = np.c_[X[:, 0] * 1000, X[:, 12]]  # alcohol per mille, proline: two outputs
+    targets[y_semi < 0] = np.nan
+    regressor = _fit(QMatchRegressor(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                     random_state=0, device="cpu"), X, targets)
+    rows = X.astype(np.float32)
+    (predicted,) = _run(to_onnx(regressor, rows), rows)
+    np.testing.assert_allclose(predicted, regressor.predict(rows), rtol=ATOL, atol=ATOL)
+
+
+def test_a_pipeline_with_one_hot_categories_converts_whole(wine_with_nan):
+    X, _, y = wine_with_nan
+    frame = pd.DataFrame(np.nan_to_num(X[:, :4], nan=0.0).astype(np.float32),
+                         columns=["alcohol", "malic_acid", "ash", "alcalinity"])
+    frame["colour"] = np.where(X[:, 9] > 5, "deep", "pale").astype(object)
+    pipeline = make_pipeline(
+        ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore"), ["colour"]),
+                           ("numbers", StandardScaler(), list(frame.columns[:4]))]),
+        QMatchEncoder(**tiny_encoder_params()), LogisticRegression(max_iter=1000))
+    _fit(pipeline, frame, y)
+    labels, proba = _run(to_onnx(pipeline, frame), frame)
+    np.testing.assert_allclose(proba, pipeline.predict_proba(frame), rtol=ATOL, atol=ATOL)
+    np.testing.assert_array_equal(labels, pipeline.predict(frame))
+
+
+def test_native_categorical_columns_are_refused_by_name(wine_with_nan):
+    X, y_semi, _ = wine_with_nan
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
+    frame["kind"] = pd.Categorical(np.where(X[:, 9] > 5, "deep", "pale"))
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu"), frame, y_semi)
+    with pytest.raises(ValueError, match=r"native categorical columns.*OneHotEncoder"):
+        to_onnx(clf, frame.iloc[:, :3].to_numpy())
+
+
+def test_an_exported_file_runs_without_our_code(digits, tmp_path):
+    X, y = digits
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu"), X, y)
+    model = to_onnx(clf, X)
+    assert {node.domain for node in model.graph.node} <= {"", "ai.onnx.ml"}
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    np.save(tmp_path / "X.npy", X[:5])
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["qmatch_sklearn"] = sys.modules["torch"] = None  # importing either fails
+        import numpy as np, onnxruntime as ort
+        session = ort.InferenceSession({str(path)!r}, providers=["CPUExecutionProvider"])
+        labels, proba = session.run(None, {{"X": np.load({str(tmp_path / 'X.npy')!r})}})
+        print(" ".join(map(str, labels)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [str(label) for label in clf.predict(X[:5])]
