@@ -161,3 +161,15 @@ def test_an_exported_file_runs_without_our_code(digits, tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == [str(label) for label in clf.predict(X[:5])]
+
+
+def test_the_serving_benchmark_measures_all_three_loops(shared_data, tmp_path):
+    from benchmarks import serving
+
+    serving.main(["--data-home", str(shared_data), "--calls", "5", "--rows", "500",
+                  "--repeats", "1", "--threads", "1", "--out", str(tmp_path)])
+    report = (tmp_path / "serving.md").read_text()
+    for loop in ("scikit-learn pipeline", "ONNX Runtime", "bare torch forward"):
+        assert f"| {loop}" in report
+    difference = float(report.split("probability over the 500 rows: ")[1].split(".\n")[0])
+    assert difference < ATOL

@@ -1,0 +1,144 @@
+"""Serving speed: a fitted Pipeline in scikit-learn, in ONNX Runtime, and a bare torch forward.
+
+In one run on the same machine and rows (issue #33): the pipeline
+``make_pipeline(StandardScaler(), QMatchEncoder(), LogisticRegression())`` fitted on
+20,000 Cover Type rows (the encoder's default network, 512-512, one pretext epoch:
+training quality does not matter here), then
+
+* **one row**: ``pipeline.predict_proba(x)`` in scikit-learn, ``session.run`` of the
+  pipeline's ONNX file (``qmatch_sklearn.to_onnx``) in ONNX Runtime, and the encoder's
+  network alone in torch (``network_(x)`` under ``torch.no_grad``: the floor of any
+  serving in torch), each called ``--calls`` times after a warm-up, p50 and p99 of
+  the wall time per call;
+* **throughput**: the same three on ``--rows`` rows at once (best of ``--repeats``),
+  rows per second.
+
+The ONNX session and torch use ``--threads`` intra-op threads, as scikit-learn's
+BLAS does (threadpoolctl). The ONNX Runtime probabilities are compared with
+scikit-learn's on the throughput rows (max absolute difference, reported).
+
+    python -m benchmarks.serving --data-home ../shared/data   # ~2 minutes on 2 cores
+    python -m benchmarks.serving --calls 50 --rows 2000 --out /tmp/s   # smoke
+"""
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from qmatch_sklearn import QMatchEncoder, __version__, to_onnx
+from qmatch_sklearn.datasets import load_covtype
+
+from .fewshot import cpu_model
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def timed_calls(call, calls):
+    """Wall seconds of each of ``calls`` calls of ``call()`` after five warm-up calls."""
+    for _ in range(5):
+        call()
+    seconds = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def percentile(seconds, q):
+    return float(np.percentile(seconds, q))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", default=None)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    import onnxruntime
+
+    torch.set_num_threads(args.threads)
+    covtype = load_covtype(data_home=args.data_home, download_if_missing=False)
+    rng = np.random.default_rng(0)
+    fit_rows = rng.choice(len(covtype.target), 20_000, replace=False)
+    serve_rows = rng.choice(len(covtype.target), args.rows, replace=False)
+    X, y = covtype.data[fit_rows], covtype.target[fit_rows]
+    X_serve = np.ascontiguousarray(covtype.data[serve_rows])
+    with warnings.catch_warnings(), threadpool_limits(args.threads):
+        warnings.simplefilter("ignore")
+        pipeline = make_pipeline(StandardScaler(),
+                                 QMatchEncoder(max_epochs=1, random_state=0, device="cpu"),
+                                 LogisticRegression(max_iter=200)).fit(X, y)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(to_onnx(pipeline, X).SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+    network = pipeline[1].network_
+    one = X_serve[:1]
+
+    def sklearn_call(rows):
+        return pipeline.predict_proba(rows)
+
+    def onnx_call(rows):
+        return session.run(None, {"X": rows})[1]
+
+    def torch_call(rows):
+        with torch.no_grad():
+            return network(torch.from_numpy(rows)).numpy()
+
+    loops = {"scikit-learn pipeline (`predict_proba`)": sklearn_call,
+             "ONNX Runtime, the pipeline's ONNX file": onnx_call,
+             "bare torch forward of the encoder network": torch_call}
+    lines = [
+        "# Serving speed: scikit-learn, ONNX Runtime and a bare torch forward",
+        "",
+        f"`python -m benchmarks.serving` on {cpu_model()}, {args.threads} threads (torch, "
+        f"ONNX Runtime and BLAS), torch {torch.__version__}, ONNX Runtime "
+        f"{onnxruntime.__version__}, qmatch_sklearn {__version__}. Pipeline: StandardScaler, "
+        "QMatchEncoder (default network 512-512, embedding 128), LogisticRegression, fitted "
+        "on 20,000 Cover Type rows; served on other Cover Type rows (54 float32 columns). "
+        f"One row: {args.calls:,} calls after 5 warm-up calls. Throughput: "
+        f"{args.rows:,} rows at once, best of {args.repeats}.",
+        "",
+        "| loop | one row p50 (ms) | one row p99 (ms) | rows/s at once |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    results = {}
+    with threadpool_limits(args.threads):
+        for name, call in loops.items():
+            one_row = timed_calls(lambda call=call: call(one), args.calls)
+            bulk = timed_calls(lambda call=call: call(X_serve), args.repeats)
+            results[name] = (percentile(one_row, 50), percentile(one_row, 99),
+                             args.rows / min(bulk))
+            p50, p99, rate = results[name]
+            lines.append(f"| {name} | {1e3 * p50:.3f} | {1e3 * p99:.3f} | {rate:,.0f} |")
+            print(lines[-1], flush=True)
+        difference = np.abs(onnx_call(X_serve) - sklearn_call(X_serve)).max()
+    (sk, ort_, bare) = results.values()
+    lines += [
+        "",
+        f"- ONNX Runtime / scikit-learn, one row p50: {ort_[0] / sk[0]:.2f} "
+        "(goal: at most 1); throughput ONNX Runtime / bare torch forward: "
+        f"{ort_[2] / bare[2]:.2f} (goal: at least 1).",
+        f"- Largest |ONNX Runtime - scikit-learn| probability over the {args.rows:,} rows: "
+        f"{difference:.2e}.",
+    ]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "serving.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[-3:]))
+
+
+if __name__ == "__main__":
+    main()
