@@ -476,12 +476,13 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         Whether the closed-form head of ``freeze_encoder="auto"`` (few labels,
         no validation set) also reads the unlabeled rows (a seeded sample of at
         most 4,096): each of its logistic regressions gets a twin self-trained
-        on them (pseudo-labels: Lee, 2013, "Pseudo-Label", section 3;
-        unlabeled rows predicted with probability 0.75 or more take that class,
-        refitted until they no longer change), weighed against the plain
-        regressions by its likelihood on held-out labeled rows, self-training
-        repeated inside each fold. ``self_training_weight_`` says how much it
-        counted. The other heads ignore it.
+        on them (self-training, Yarowsky, 1995, as scikit-learn's
+        ``SelfTrainingClassifier``: unlabeled rows predicted with probability
+        0.75 or more take that class, refitted until they no longer change, at
+        most 5 times), weighed against the plain regressions by its likelihood
+        on held-out labeled rows, self-training repeated inside each fold.
+        ``self_training_weight_`` says how much it counted. The other heads
+        ignore it.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"

@@ -13,7 +13,10 @@ included), ``QMatchRegressor`` and ``SupervisedMLPRegressor``; float32 or float6
 rows of numeric columns. What does not: native categorical columns (the ONNX input
 is one numeric tensor: encode them upstream, with a ``OneHotEncoder`` in the
 pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` converter),
-and sparse input. Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
+and sparse input. The graph does not check its input as ``predict`` does: where
+``predict`` refuses a value (NaN for an estimator fitted without missing values,
+infinity), the graph computes with it.
+Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
 """
 
 import copy
@@ -63,7 +66,8 @@ def serving_module(estimator):
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     """The ONNX ``ModelProto`` of :func:`serving_module`, with one input ``X``
-    (rows x ``n_features_in_``, of ``dtype``) and one output ``Y``."""
+    (rows x ``n_features_in_``, of ``dtype``) and the output ``Y`` (a
+    classifier's: the logits ``L`` and the probabilities ``Y``)."""
     if opset < MIN_OPSET:
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
@@ -73,7 +77,8 @@ def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     rows = torch.export.Dim("rows")
     program = torch.onnx.export(
         module, (sample,), dynamo=True, dynamic_shapes=({0: rows},), input_names=["X"],
-        output_names=["Y"], opset_version=opset, optimize=True, verbose=False,
+        output_names=["L", "Y"] if _kind(estimator) == "classifier" else ["Y"],
+        opset_version=opset, optimize=True, verbose=False,
     )
     return program.model_proto
 
@@ -82,6 +87,20 @@ def _kind(estimator):
     if hasattr(estimator, "predict_proba"):
         return "classifier"
     return "regressor" if hasattr(estimator, "predict") else "transformer"
+
+
+def _integer_labels(classes):
+    """Whether skl2onnx writes these classes as int64 labels: integers, booleans and
+    integral floats (its convention); other classes become strings."""
+    if classes.dtype.kind in "iub":
+        return True
+    return classes.dtype.kind == "f" and bool(np.all(np.mod(classes, 1) == 0))
+
+
+def _double_input(operator):
+    from skl2onnx.common.data_types import DoubleTensorType
+
+    return all(isinstance(variable.type, DoubleTensorType) for variable in operator.inputs)
 
 
 def _shape_calculator(operator):
@@ -95,11 +114,9 @@ def _shape_calculator(operator):
     estimator = operator.raw_operator
     kind = _kind(estimator)
     rows = operator.inputs[0].get_first_dimension()
-    tensor = (DoubleTensorType if isinstance(operator.inputs[0].type, DoubleTensorType)
-              else FloatTensorType)
+    tensor = DoubleTensorType if _double_input(operator) else FloatTensorType
     if kind == "classifier":
-        label = (Int64TensorType if np.issubdtype(estimator.classes_.dtype, np.integer)
-                 else StringTensorType)
+        label = Int64TensorType if _integer_labels(estimator.classes_) else StringTensorType
         operator.outputs[0].type = label([rows])
         operator.outputs[1].type = FloatTensorType([rows, len(estimator.classes_)])
     elif kind == "regressor":
@@ -110,14 +127,27 @@ def _shape_calculator(operator):
 
 def _converter(scope, operator, container):
     from onnx import TensorProto, helper, numpy_helper
-    from skl2onnx.common.data_types import DoubleTensorType
 
     estimator = operator.raw_operator
-    double = isinstance(operator.inputs[0].type, DoubleTensorType)
+    double = _double_input(operator)
     graph = export_graph(estimator, np.float64 if double else np.float32,
                          container.target_opset).graph
     prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
-    names = {"X": operator.inputs[0].full_name}
+    to = TensorProto.DOUBLE if double else TensorProto.FLOAT
+    # the rows as one tensor of the graph's type: a DataFrame gives skl2onnx one input
+    # per column, integer columns included
+    columns = []
+    for variable in operator.inputs:
+        cast = scope.get_unique_variable_name(f"{prefix}input")
+        container.add_node("Cast", [variable.full_name], [cast], to=to,
+                           name=scope.get_unique_operator_name(f"{prefix}CastInput"))
+        columns.append(cast)
+    rows = columns[0]
+    if len(columns) > 1:
+        rows = scope.get_unique_variable_name(f"{prefix}rows")
+        container.add_node("Concat", columns, [rows], axis=1,
+                           name=scope.get_unique_operator_name(f"{prefix}Concat"))
+    names = {"X": rows}
 
     def renamed(name):
         if not name:  # an omitted optional input
@@ -141,11 +171,12 @@ def _converter(scope, operator, container):
         container.add_node("Identity", [result], [outputs[1]],
                            name=scope.get_unique_operator_name(f"{prefix}Identity"))
         index = scope.get_unique_variable_name(f"{prefix}argmax")
-        container.add_node("ArgMax", [result], [index], axis=1, keepdims=0,
+        # predict's argmax of the logits (the softmax can round two of them equal)
+        container.add_node("ArgMax", [renamed("L")], [index], axis=1, keepdims=0,
                            name=scope.get_unique_operator_name(f"{prefix}ArgMax"))
         classes = scope.get_unique_variable_name(f"{prefix}classes")
         labels = estimator.classes_
-        if np.issubdtype(labels.dtype, np.integer):
+        if _integer_labels(labels):
             container.add_initializer(classes, TensorProto.INT64, [len(labels)],
                                       labels.astype(np.int64).tolist())
         else:
@@ -160,7 +191,6 @@ def _converter(scope, operator, container):
         container.add_node("Reshape", [picked, flat], [outputs[0]],
                            name=scope.get_unique_operator_name(f"{prefix}Reshape"))
         return
-    to = TensorProto.DOUBLE if double else TensorProto.FLOAT
     container.add_node("Cast", [result], [outputs[0]], to=to,
                        name=scope.get_unique_operator_name(f"{prefix}Cast"))
 
@@ -175,7 +205,7 @@ def register_onnx_converters():
     for name, cls in _LOADABLE.items():
         if name == "FrozenEstimator":
             continue
-        options = ({"zipmap": [True, False, "columns"], "nocl": [True, False]}
+        options = ({"zipmap": [True, False, "columns"]}
                    if hasattr(cls, "predict_proba") else None)
         update_registered_converter(cls, f"QMatchSklearn{name}", _shape_calculator,
                                     _converter, options=options)
@@ -210,9 +240,8 @@ def to_onnx(model, X, **options):
     import skl2onnx
 
     register_onnx_converters()
-    options.setdefault("options", {})
     if hasattr(model, "predict_proba"):
         last = model.steps[-1][1] if hasattr(model, "steps") else model
-        options["options"] = {id(last): {"zipmap": False}, **options["options"]}
+        options["options"] = {id(last): {"zipmap": False}, **(options.get("options") or {})}
     sample = X.iloc[:1] if hasattr(X, "iloc") else np.asarray(X)[:1]
     return skl2onnx.to_onnx(model, sample, **options)

@@ -55,7 +55,8 @@ class WithInput(nn.Module):
         self.encoder = encoder
         self.missing = missing
         # on the encoder's device: a frozen encoder on a GPU is shared, not moved
-        device = next(encoder.parameters()).device
+        device = next(iter([*encoder.parameters(), *encoder.buffers()]),
+                      torch.empty(0)).device
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32, device=device))
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32, device=device))
 

@@ -7,7 +7,8 @@ disambiguation rivaling supervised methods"; as pseudo-labelling, Lee, 2013,
 neural networks", section 3) lets the unlabeled rows shape the decision boundary:
 fit on the labeled rows, give every unlabeled row whose predicted class
 probability reaches ``THRESHOLD`` that class as its label, refit on both, and
-repeat until the pseudo-labels no longer change. Where the classes are clusters
+repeat until the pseudo-labels no longer change (at most ``MAX_ROUNDS`` refits),
+as scikit-learn's ``SelfTrainingClassifier`` does. Where the classes are clusters
 that the embedding separates, the boundary moves into the gaps between them;
 where they are not, confident mistakes reinforce themselves. So the
 self-trained regression is never taken on faith: :func:`self_trained_logistic`
@@ -46,7 +47,8 @@ def unlabeled_sample(n_unlabeled, seed):
 def _fit(C, max_iter, features, targets, sample_weight):
     model = LogisticRegression(C=C, max_iter=max_iter)
     with warnings.catch_warnings():
-        # the plain regression at this C is checked for convergence by the head
+        # at most MAX_ITER iterations: a twin stopped short is scored as it is, and
+        # weighs little where that costs it likelihood
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(features, targets, sample_weight=sample_weight)
 
@@ -78,9 +80,13 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
     """The self-trained regression on every labeled row and its mean
-    cross-validated log-likelihood per row on ``folds`` (self-training repeated
-    inside each fold, as ``LogisticRegressionCV`` scores the plain one: the
-    mean over folds of minus the log-loss of the held-out rows)."""
+    cross-validated log-likelihood per row on ``folds``: self-training repeated
+    inside each fold (the held-out rows neither train nor pseudo-label), scored
+    as ``LogisticRegressionCV`` scores the plain regression, the mean over folds
+    of minus the (weighted) log-loss of the held-out rows. ``C`` is the plain
+    regression's, chosen on the same folds: the plain score is the best over the
+    Cs and so a little optimistic, the self-trained one is not, and a twin wins
+    only where it predicts the held-out rows better all the same."""
     labels = np.arange(targets.max() + 1)
     scores = []
     for train, test in folds.split(features, targets):
@@ -88,7 +94,9 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
             C, max_iter, features[train], targets[train], unlabeled,
             None if sample_weight is None else sample_weight[train],
         )
-        scores.append(-log_loss(targets[test], model.predict_proba(features[test]),
-                                labels=labels))
+        scores.append(-log_loss(
+            targets[test], model.predict_proba(features[test]), labels=labels,
+            sample_weight=None if sample_weight is None else sample_weight[test],
+        ))
     model = self_train(C, max_iter, features, targets, unlabeled, sample_weight)
     return model, float(np.mean(scores))

@@ -79,8 +79,10 @@ def _depth(trees):
 
 
 class Classifier(nn.Module):
-    """Rows -> class probabilities: the network's softmax, or its mixture with the
-    boosted member's, ``(1 - w) softmax(network) + w trees``."""
+    """Rows -> (logits, class probabilities): the network's logits and their softmax,
+    or the log of their mixture with the boosted member's probabilities,
+    ``(1 - w) softmax(network) + w trees``, and its softmax. ``predict`` takes the
+    argmax of the first, ``predict_proba`` is the second."""
 
     def __init__(self, scaled, network, trees=None, weight=0.0):
         super().__init__()
@@ -91,13 +93,13 @@ class Classifier(nn.Module):
         rows = self.scaled(x)
         logits = self.network(rows)
         if self.trees is None:
-            return torch.softmax(logits, dim=1)
+            return logits, torch.softmax(logits, dim=1)
         network = torch.log_softmax(logits.to(torch.float64), dim=1)
         trees = self.trees(rows)
         log_proba = torch.logaddexp(np.log1p(-self.weight) + network,
                                     np.log(self.weight) + trees)
-        # the estimator's softmax of float32 log-mixture
-        return torch.softmax(log_proba.to(torch.float32), dim=1)
+        log_proba = log_proba.to(torch.float32)  # the estimator's logits are float32
+        return log_proba, torch.softmax(log_proba, dim=1)
 
 
 class Regressor(nn.Module):

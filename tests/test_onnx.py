@@ -131,6 +131,19 @@ def test_a_pipeline_with_one_hot_categories_converts_whole(wine_with_nan):
     np.testing.assert_array_equal(labels, pipeline.predict(frame))
 
 
+def test_a_frame_of_integer_and_float_columns_and_float_labels(wine_with_nan):
+    X, _, y = wine_with_nan
+    frame = pd.DataFrame({"magnesium": X[:, 4].astype(np.int64),
+                          "alcohol": X[:, 0].astype(np.float32),
+                          "hue": X[:, 10].astype(np.float32)})
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu"), frame, y.astype(float))
+    labels, proba = _run(to_onnx(clf, frame), frame)
+    np.testing.assert_allclose(proba, clf.predict_proba(frame), rtol=ATOL, atol=ATOL)
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(labels, clf.predict(frame))
+
+
 def test_native_categorical_columns_are_refused_by_name(wine_with_nan):
     X, y_semi, _ = wine_with_nan
     frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])

@@ -80,6 +80,22 @@ def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeyp
     assert score < 0  # a mean log-likelihood
 
 
+def test_the_held_out_likelihood_is_weighted_as_the_plain_regressions_is():
+    rng = np.random.default_rng(2)
+    features, targets = rng.normal(size=(40, 3)), np.arange(40) % 2
+    features[:, 0] += 2 * targets
+    weights = rng.uniform(0.1, 3.0, size=40)
+    unlabeled = rng.normal(size=(60, 3))
+    folds = StratifiedKFold(4, shuffle=True, random_state=0)
+    _, score = self_trained_logistic(1.0, 1000, features, targets, unlabeled, folds, weights)
+    expected = np.mean([
+        np.average(np.log(self_train(1.0, 1000, features[train], targets[train], unlabeled,
+                                     weights[train]).predict_proba(features[test])
+                          [np.arange(len(test)), targets[test]]), weights=weights[test])
+        for train, test in folds.split(features, targets)])
+    assert score == pytest.approx(expected, rel=1e-9)
+
+
 @given(n=st.integers(0, 3 * MAX_UNLABELED_ROWS), seed=st.integers(0, 2**32 - 1))
 def test_the_unlabeled_sample_is_sorted_distinct_and_bounded(n, seed):
     rows = unlabeled_sample(n, seed)
