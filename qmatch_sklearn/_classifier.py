@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import torch
 from scipy.sparse import issparse
-from scipy.special import log_softmax
+from scipy.special import log_softmax, logsumexp
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
@@ -84,7 +84,10 @@ def fit_logistic_head_(
     With ``unlabeled`` (the features of unlabeled rows, scaled alike) and
     cross-validation folds, each regression has a self-trained twin at its C
     (:func:`~._self_training.self_trained_logistic`, self-training repeated in
-    every fold), weighed against the others by the same averaging.
+    every fold; none where no unlabeled row is confident), weighed against the
+    others by the same averaging. Against the boosted member, a regression and
+    its twin count as one candidate whose evidence is the mean of theirs, so
+    the twins do not crowd the trees out.
 
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
     regressions), ``self_training_weight_`` (the self-trained regressions'
@@ -122,9 +125,9 @@ def fit_logistic_head_(
         twin = self_trained_logistic(
             float(model.C_), LOGISTIC_MAX_ITER, features, targets, unlabeled, folds, sample_weight
         )
-        return [(model, score), twin]
+        return [(model, score)] if twin is None else [(model, score), twin]
 
-    coef, intercept, weight, log_likelihoods, p = weigh_embedding_block(
+    coef, intercept, weight, slots, p = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None, unlabeled
     )
     if unconverged:
@@ -142,18 +145,22 @@ def fit_logistic_head_(
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    # with twins, fit returned (plain, self-trained) for each weight of the block
-    attributes = {"embedding_weight_": weight,
-                  "self_training_weight_": float(p[1::2].sum()) if twins else 0.0}
+    # each slot holds the plain regression of one block weight, then its twin if any
+    is_twin = np.concatenate([np.arange(len(slot)) > 0 for slot in slots])
+    attributes = {"embedding_weight_": weight, "self_training_weight_": float(p[is_twin].sum())}
     member = None
     tried = inputs is not None and not issparse(inputs) and folds is not None
     if tried and len(targets) >= MIN_BOOSTING_ROWS:
         member = fit_boosted_member(inputs, targets, folds, seed, sample_weight)
     if member is not None:
         trees, temperature, log_likelihood = member
-        boosting_weight = pseudo_bma_weights(
-            [*log_likelihoods, log_likelihood], len(targets)
-        )[-1]
+        # one linear candidate per block weight, its twin sharing that candidate's prior
+        # (the mean of their evidences), so that twins do not crowd out the trees
+        n = len(targets)
+        linear = [slot[0] if len(slot) == 1
+                  else (logsumexp(n * np.asarray(slot)) - np.log(len(slot))) / n
+                  for slot in slots]
+        boosting_weight = pseudo_bma_weights([*linear, log_likelihood], n)[-1]
         if boosting_weight >= MIN_BOOSTING_WEIGHT:
             attributes.update(
                 boosting_weight_=float(boosting_weight), boosted_trees_=trees,

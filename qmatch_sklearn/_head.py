@@ -90,15 +90,15 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     features alone where it is noise, and does not stake everything on one
     noisy choice. The average of linear heads is one linear head.
 
-    Returns ``(coef, intercept, weight, log_likelihoods, p)``: the averaged
-    ``coef_`` of the unscaled features (each head's embedding coefficients
-    multiplied by its w_k) and ``intercept_``, the average weight sum_k p_k w_k
-    of the embedding block (1 when ``n_embedding`` is None), the heads'
-    log-likelihoods (for weighing them against other members) and their
-    weights p, in the order ``fit`` returned them, weight by weight.
+    Returns ``(coef, intercept, weight, slots, p)``: the averaged ``coef_`` of
+    the unscaled features (each head's embedding coefficients multiplied by its
+    w_k) and ``intercept_``, the average weight sum_k p_k w_k of the embedding
+    block (1 when ``n_embedding`` is None), the heads' log-likelihoods as one
+    list per block weight (what ``fit`` returned there, for weighing them
+    against other members) and the heads' weights p, in that order.
     """
     block_weights = (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
-    heads, log_likelihoods, scales = [], [], []
+    heads, slots, scales = [], [], []
     for weight in block_weights:
         weighted, weighted_unlabeled = features, unlabeled
         if n_embedding is not None:
@@ -106,17 +106,18 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
                 None if rows is None else _scale_block(rows, n_embedding, weight)
                 for rows in (features, unlabeled)
             )
+        slots.append([])
         for model, log_likelihood in fit(weighted, weighted_unlabeled):
             coef = model.coef_.copy()
             if n_embedding is not None:
                 coef[..., coef.shape[-1] - n_embedding:] *= weight
             heads.append((coef, np.asarray(model.intercept_, dtype=float)))
-            log_likelihoods.append(log_likelihood)
+            slots[-1].append(log_likelihood)
             scales.append(weight)
-    p = pseudo_bma_weights(log_likelihoods, len(features))
+    p = pseudo_bma_weights([ll for slot in slots for ll in slot], len(features))
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
-    return coef, intercept, float(p @ np.asarray(scales)), log_likelihoods, p
+    return coef, intercept, float(p @ np.asarray(scales)), slots, p
 
 
 def _scale_block(rows, n_embedding, weight):

@@ -54,13 +54,12 @@ def _fit(C, max_iter, features, targets, sample_weight):
 
 
 def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
-    """A ``LogisticRegression(C)`` self-trained on ``unlabeled`` (see the module).
-
-    Pseudo-labeled rows weigh as the labeled rows do on average.
-    """
+    """A ``LogisticRegression(C)`` self-trained on ``unlabeled`` (see the module),
+    and the number of pseudo-labeled rows of its last fit (0: it is the plain
+    regression). Pseudo-labeled rows weigh as the labeled rows do on average."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     model = _fit(C, max_iter, features, targets, weights)
-    previous = None
+    previous, n_pseudo = None, 0
     for _ in range(MAX_ROUNDS):
         proba = model.predict_proba(unlabeled)
         confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)
@@ -70,33 +69,37 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
             and np.array_equal(pseudo, previous[1])
         ):
             break
-        previous = confident, pseudo
+        previous, n_pseudo = (confident, pseudo), len(confident)
         model = _fit(
             C, max_iter, np.vstack([features, unlabeled[confident]]),
             np.r_[targets, pseudo], np.r_[weights, np.full(len(confident), weights.mean())],
         )
-    return model
+    return model, n_pseudo
 
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
     """The self-trained regression on every labeled row and its mean
-    cross-validated log-likelihood per row on ``folds``: self-training repeated
+    cross-validated log-likelihood per row on ``folds``, or None when no
+    unlabeled row reaches ``THRESHOLD`` (it would be the plain regression, and
+    would count twice in the head's average): self-training repeated
     inside each fold (the held-out rows neither train nor pseudo-label), scored
     as ``LogisticRegressionCV`` scores the plain regression, the mean over folds
     of minus the (weighted) log-loss of the held-out rows. ``C`` is the plain
     regression's, chosen on the same folds: the plain score is the best over the
     Cs and so a little optimistic, the self-trained one is not, and a twin wins
     only where it predicts the held-out rows better all the same."""
+    model, n_pseudo = self_train(C, max_iter, features, targets, unlabeled, sample_weight)
+    if not n_pseudo:
+        return None
     labels = np.arange(targets.max() + 1)
     scores = []
     for train, test in folds.split(features, targets):
-        model = self_train(
+        fold_model, _ = self_train(
             C, max_iter, features[train], targets[train], unlabeled,
             None if sample_weight is None else sample_weight[train],
         )
         scores.append(-log_loss(
-            targets[test], model.predict_proba(features[test]), labels=labels,
+            targets[test], fold_model.predict_proba(features[test]), labels=labels,
             sample_weight=None if sample_weight is None else sample_weight[test],
         ))
-    model = self_train(C, max_iter, features, targets, unlabeled, sample_weight)
     return model, float(np.mean(scores))

@@ -41,7 +41,8 @@ def _clusters(seed=0, n=400):
 def test_self_training_moves_the_boundary_into_the_gap_between_the_clusters(seed):
     features, targets, unlabeled, truth = _clusters(seed)
     plain = LogisticRegression(C=1.0).fit(features, targets)
-    trained = self_train(1.0, 1000, features, targets, unlabeled)
+    trained, n_pseudo = self_train(1.0, 1000, features, targets, unlabeled)
+    assert n_pseudo > 0
     assert plain.score(unlabeled, truth) < 0.9  # the plain boundary cuts class 1
     assert trained.score(unlabeled, truth) > 0.99
     # where the score is 0 on the x axis: from 2.5 (between the labeled rows) to the gap
@@ -53,8 +54,12 @@ def test_without_a_confident_unlabeled_row_it_is_the_plain_regression():
     on_the_boundary = np.c_[np.full(5, 2.5), np.linspace(-1, 1, 5)]
     plain = LogisticRegression(C=1.0, max_iter=1000).fit(features, targets)
     assert plain.predict_proba(on_the_boundary).max() < _self_training.THRESHOLD
-    trained = self_train(1.0, 1000, features, targets, on_the_boundary)
+    trained, n_pseudo = self_train(1.0, 1000, features, targets, on_the_boundary)
+    assert n_pseudo == 0
     np.testing.assert_array_equal(trained.coef_, plain.coef_)
+    # no twin then: it would be the plain regression counted twice
+    folds = StratifiedKFold(2, shuffle=True, random_state=0)
+    assert self_trained_logistic(1.0, 1000, features, targets, on_the_boundary, folds) is None
 
 
 def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeypatch):
@@ -73,8 +78,8 @@ def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeyp
     _, score = self_trained_logistic(1.0, 1000, features, targets, rng.normal(size=(50, 3)),
                                      folds)
     splits = list(folds.split(features, targets))
-    assert len(seen) == len(splits) + 1  # one per fold, then all labeled rows
-    for rows, (train, test) in zip(seen, splits, strict=False):
+    assert len(seen) == len(splits) + 1  # all labeled rows, then one per fold
+    for rows, (train, test) in zip(seen[1:], splits, strict=True):
         np.testing.assert_array_equal(rows, features[train])
         assert not any((rows == features[i]).all(axis=1).any() for i in test)
     assert score < 0  # a mean log-likelihood
@@ -90,7 +95,7 @@ def test_the_held_out_likelihood_is_weighted_as_the_plain_regressions_is():
     _, score = self_trained_logistic(1.0, 1000, features, targets, unlabeled, folds, weights)
     expected = np.mean([
         np.average(np.log(self_train(1.0, 1000, features[train], targets[train], unlabeled,
-                                     weights[train]).predict_proba(features[test])
+                                     weights[train])[0].predict_proba(features[test])
                           [np.arange(len(test)), targets[test]]), weights=weights[test])
         for train, test in folds.split(features, targets)])
     assert score == pytest.approx(expected, rel=1e-9)
