@@ -191,6 +191,8 @@ HEAD_STEPS = (
     ("before (auto-v10)", "auto-v10", "qmatch_clf"),
     ("+ self-training", "auto-v10", "qmatch_clf_selftrain"),
     ("+ self-training + regularised trees (auto-v11)", "auto-v11", "qmatch_clf"),
+    ("+ a twin shares its regression's weight against the trees (auto-v12)", "auto-v12",
+     "qmatch_clf"),
 )
 
 
