@@ -44,28 +44,53 @@ def test_heads_are_averaged_by_their_cross_validated_likelihood(log_likelihoods,
     features: the embedding coefficients times the block's weight)."""
     scores = dict(zip(EMBEDDING_WEIGHTS, log_likelihoods, strict=True))
 
-    def fit(features):
+    def fit(features, unlabeled):
         weight = float(features[0, -1])  # the embedding column, scaled by the weight
         head = SimpleNamespace(coef_=np.array([[1.0 + weight, 1.0]]),
                                intercept_=np.array([weight]))
-        return head, scores[weight]
+        return [(head, scores[weight])]
 
-    coef, intercept, weight, scored = weigh_embedding_block(fit, np.ones((n, 2), np.float32), 1)
+    coef, intercept, weight, slots, p_heads = weigh_embedding_block(
+        fit, np.ones((n, 2), np.float32), 1)
     p = pseudo_bma(log_likelihoods, n)
     w = np.asarray(EMBEDDING_WEIGHTS)
     np.testing.assert_allclose(coef, [[p @ (1 + w), p @ w]], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(intercept, [p @ w], rtol=1e-9, atol=1e-12)
     assert weight == pytest.approx(p @ w) and 0.0 <= weight <= 1.0
-    assert scored == log_likelihoods
+    assert slots == [[ll] for ll in log_likelihoods]
+    np.testing.assert_allclose(p_heads, p)
+
+
+def test_a_twin_is_weighed_in_its_block_weights_slot_and_sees_the_unlabeled_rows_alike():
+    """fit may return several heads per block weight (a regression and its self-trained
+    twin): each is weighed on its own, and the unlabeled rows' block is scaled as the
+    labeled rows' is."""
+    seen = []
+
+    def fit(features, unlabeled):
+        weight = float(features[0, -1])
+        seen.append((weight, float(unlabeled[0, -1])))
+        plain = SimpleNamespace(coef_=np.array([[0.0, 1.0]]), intercept_=np.array([0.0]))
+        twin = SimpleNamespace(coef_=np.array([[1.0, 1.0]]), intercept_=np.array([1.0]))
+        return [(plain, -1.0), (twin, -1.0 + 0.01 * weight)]
+
+    n = 50
+    coef, intercept, _, slots, p = weigh_embedding_block(
+        fit, np.ones((n, 2), np.float32), 1, unlabeled=np.ones((7, 2), np.float32))
+    assert seen == [(w, w) for w in EMBEDDING_WEIGHTS]
+    assert [len(slot) for slot in slots] == [2, 2, 2]
+    expected = pseudo_bma([ll for slot in slots for ll in slot], n)
+    np.testing.assert_allclose(p, expected)
+    np.testing.assert_allclose(intercept, [p[1::2].sum()], rtol=1e-12)
 
 
 def test_a_far_better_head_takes_all_and_without_an_input_block_one_head_is_fitted():
-    def fit(features):
+    def fit(features, unlabeled):
         weight = float(features[0, -1])
         head = SimpleNamespace(coef_=np.array([[weight]]), intercept_=np.array([0.0]))
-        return head, (0.0 if weight == 0.5 else -1.0)
+        return [(head, (0.0 if weight == 0.5 else -1.0))]
 
-    coef, _, weight, _ = weigh_embedding_block(fit, np.ones((100, 1), np.float32), 1)
+    coef, _, weight, _, _ = weigh_embedding_block(fit, np.ones((100, 1), np.float32), 1)
     assert weight == 0.5 and coef[0, 0] == 0.25
     assert weigh_embedding_block(fit, np.ones((100, 1), np.float32), None)[2] == 1.0
 
