@@ -75,7 +75,7 @@ def test_a_twin_is_weighed_in_its_block_weights_slot_and_sees_the_unlabeled_rows
         return [(plain, -1.0), (twin, -1.0 + 0.01 * weight)]
 
     n = 50
-    coef, intercept, _, slots, p = weigh_embedding_block(
+    _, intercept, _, slots, p = weigh_embedding_block(
         fit, np.ones((n, 2), np.float32), 1, unlabeled=np.ones((7, 2), np.float32))
     assert seen == [(w, w) for w in EMBEDDING_WEIGHTS]
     assert [len(slot) for slot in slots] == [2, 2, 2]
