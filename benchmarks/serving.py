@@ -8,9 +8,9 @@ training quality does not matter here), then
 * **one row**: ``pipeline.predict_proba(x)`` in scikit-learn, ``session.run`` of the
   pipeline's ONNX file (``qmatch_sklearn.to_onnx``) in ONNX Runtime, and the encoder's
   network alone in torch (``network_(x)`` under ``torch.no_grad``: the floor of any
-  serving in torch), each called ``--calls`` times after a warm-up, p50 and p99 of
-  the wall time per call;
-* **throughput**: the same three on ``--rows`` rows at once (best of ``--repeats``),
+  serving in torch; in bulk also in 1,024-row chunks, as the library infers), each
+  called ``--calls`` times after a warm-up, p50 and p99 of the wall time per call;
+* **throughput**: the same loops on ``--rows`` rows at once (best of ``--repeats``),
   rows per second.
 
 The ONNX session and torch use ``--threads`` intra-op threads, as scikit-learn's
@@ -39,6 +39,8 @@ from qmatch_sklearn.datasets import load_covtype
 from .fewshot import cpu_model
 
 RESULTS = Path(__file__).parent / "results"
+#: Rows per call of the chunked torch loop (as the library's own inference).
+CHUNK = 1024
 
 
 def timed_calls(call, calls):
@@ -98,9 +100,15 @@ def main(argv=None):
         with torch.no_grad():
             return network(torch.from_numpy(rows)).numpy()
 
+    def torch_chunks(rows):
+        with torch.no_grad():
+            return np.concatenate([network(torch.from_numpy(rows[i:i + CHUNK])).numpy()
+                                   for i in range(0, len(rows), CHUNK)])
+
     loops = {"scikit-learn pipeline (`predict_proba`)": sklearn_call,
              "ONNX Runtime, the pipeline's ONNX file": onnx_call,
-             "bare torch forward of the encoder network": torch_call}
+             "bare torch forward of the encoder network": torch_call,
+             f"bare torch forward, {CHUNK:,}-row chunks": torch_chunks}
     lines = [
         "# Serving speed: scikit-learn, ONNX Runtime and a bare torch forward",
         "",
@@ -126,12 +134,13 @@ def main(argv=None):
             lines.append(f"| {name} | {1e3 * p50:.3f} | {1e3 * p99:.3f} | {rate:,.0f} |")
             print(lines[-1], flush=True)
         difference = np.abs(onnx_call(X_serve) - sklearn_call(X_serve)).max()
-    (sk, ort_, bare) = results.values()
+    (sk, ort_, bare, chunks) = results.values()
     lines += [
         "",
         f"- ONNX Runtime / scikit-learn, one row p50: {ort_[0] / sk[0]:.2f} "
-        "(goal: at most 1); throughput ONNX Runtime / bare torch forward: "
-        f"{ort_[2] / bare[2]:.2f} (goal: at least 1).",
+        "(goal: at most 1); throughput ONNX Runtime / the faster bare torch forward: "
+        f"{ort_[2] / max(bare[2], chunks[2]):.2f} (goal: at least 1; the torch loops run the "
+        "encoder alone, ONNX Runtime the whole pipeline).",
         f"- Largest |ONNX Runtime - scikit-learn| probability over the {args.rows:,} rows: "
         f"{difference:.2e}.",
     ]
