@@ -8,7 +8,8 @@ training quality does not matter here), then
 * **one row**: ``pipeline.predict_proba(x)`` in scikit-learn, ``session.run`` of the
   pipeline's ONNX file (``qmatch_sklearn.to_onnx``) in ONNX Runtime, and the encoder's
   network alone in torch (``network_(x)`` under ``torch.no_grad``: the floor of any
-  serving in torch; in bulk also in 1,024-row chunks, as the library infers), each
+  serving in torch; in bulk also in 1,024-row chunks, as the library infers, and so
+  for ONNX Runtime), each
   called ``--calls`` times after a warm-up, p50 and p99 of the wall time per call;
 * **throughput**: the same loops on ``--rows`` rows at once (best of ``--repeats``),
   rows per second.
@@ -96,6 +97,10 @@ def main(argv=None):
     def onnx_call(rows):
         return session.run(None, {"X": rows})[1]
 
+    def onnx_chunks(rows):
+        return np.concatenate([session.run(None, {"X": rows[i:i + CHUNK]})[1]
+                               for i in range(0, len(rows), CHUNK)])
+
     def torch_call(rows):
         with torch.no_grad():
             return network(torch.from_numpy(rows)).numpy()
@@ -107,6 +112,7 @@ def main(argv=None):
 
     loops = {"scikit-learn pipeline (`predict_proba`)": sklearn_call,
              "ONNX Runtime, the pipeline's ONNX file": onnx_call,
+             f"ONNX Runtime, {CHUNK:,}-row chunks": onnx_chunks,
              "bare torch forward of the encoder network": torch_call,
              f"bare torch forward, {CHUNK:,}-row chunks": torch_chunks}
     lines = [
@@ -134,13 +140,13 @@ def main(argv=None):
             lines.append(f"| {name} | {1e3 * p50:.3f} | {1e3 * p99:.3f} | {rate:,.0f} |")
             print(lines[-1], flush=True)
         difference = np.abs(onnx_call(X_serve) - sklearn_call(X_serve)).max()
-    (sk, ort_, bare, chunks) = results.values()
+    (sk, ort_, ort_chunks, bare, chunks) = results.values()
     lines += [
         "",
         f"- ONNX Runtime / scikit-learn, one row p50: {ort_[0] / sk[0]:.2f} "
-        "(goal: at most 1); throughput ONNX Runtime / the faster bare torch forward: "
-        f"{ort_[2] / max(bare[2], chunks[2]):.2f} (goal: at least 1; the torch loops run the "
-        "encoder alone, ONNX Runtime the whole pipeline).",
+        "(goal: at most 1). Throughput, ONNX Runtime / bare torch forward (the torch loops "
+        "run the encoder alone, ONNX Runtime the whole pipeline; goal: at least 1): in one "
+        f"call {ort_[2] / bare[2]:.2f}, in {CHUNK:,}-row chunks {ort_chunks[2] / chunks[2]:.2f}.",
         f"- Largest |ONNX Runtime - scikit-learn| probability over the {args.rows:,} rows: "
         f"{difference:.2e}.",
     ]
