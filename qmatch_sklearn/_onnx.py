@@ -50,10 +50,11 @@ def serving_module(estimator):
     scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
                              np.ones(n_features) if center is None else estimator.scale_)
     network = copy.deepcopy(estimator.network_).cpu().eval()
-    if _kind(estimator) == "transformer":
+    kind = _kind(estimator)
+    if kind == "transformer":
         # with passthrough=True, transform's [filled input, indicators, balanced embedding]
         return _serving.Transformer(scaled, _head_input(estimator, network)).eval()
-    if hasattr(estimator, "predict_proba"):
+    if kind == "classifier":
         trees = estimator.boosted_trees_
         return _serving.Classifier(
             scaled, network,
@@ -72,8 +73,7 @@ def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
     module = serving_module(estimator)
-    sample = torch.zeros((2, estimator.n_features_in_), dtype=torch.from_numpy(
-        np.zeros(0, dtype=dtype)).dtype)
+    sample = torch.from_numpy(np.zeros((2, estimator.n_features_in_), dtype=dtype))
     rows = torch.export.Dim("rows")
     program = torch.onnx.export(
         module, (sample,), dynamo=True, dynamic_shapes=({0: rows},), input_names=["X"],

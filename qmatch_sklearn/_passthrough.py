@@ -11,6 +11,8 @@ scaled so that its total variance equals that of the input block:
     z_balanced = (z - mean(z)) / std(z) * sqrt(sum_j var(x_j) / embedding_dim)
 """
 
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -55,7 +57,7 @@ class WithInput(nn.Module):
         self.encoder = encoder
         self.missing = missing
         # on the encoder's device: a frozen encoder on a GPU is shared, not moved
-        device = next(iter([*encoder.parameters(), *encoder.buffers()]),
+        device = next(itertools.chain(encoder.parameters(), encoder.buffers()),
                       torch.empty(0)).device
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32, device=device))
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32, device=device))

@@ -2,9 +2,10 @@
 
 The few-label head of ``QMatchClassifier`` sees a few labeled rows and many
 unlabeled ones. Self-training (Yarowsky, 1995, "Unsupervised word sense
-disambiguation rivaling supervised methods"; as pseudo-labelling, Lee, 2013,
-"Pseudo-Label: the simple and efficient semi-supervised learning method for deep
-neural networks", section 3) lets the unlabeled rows shape the decision boundary:
+disambiguation rivaling supervised methods"; for neural networks, pseudo-labels:
+Lee, 2013, "Pseudo-Label: the simple and efficient semi-supervised learning method
+for deep neural networks", which labels every row by its argmax, without a
+threshold) lets the unlabeled rows shape the decision boundary:
 fit on the labeled rows, give every unlabeled row whose predicted class
 probability reaches ``THRESHOLD`` that class as its label, refit on both, and
 repeat until the pseudo-labels no longer change (at most ``MAX_ROUNDS`` refits),
@@ -47,7 +48,7 @@ def unlabeled_sample(n_unlabeled, seed):
 def _fit(C, max_iter, features, targets, sample_weight):
     model = LogisticRegression(C=C, max_iter=max_iter)
     with warnings.catch_warnings():
-        # at most MAX_ITER iterations: a twin stopped short is scored as it is, and
+        # at most max_iter iterations: a twin stopped short is scored as it is, and
         # weighs little where that costs it likelihood
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(features, targets, sample_weight=sample_weight)
