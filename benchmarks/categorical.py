@@ -22,28 +22,20 @@ are skipped. ``python -m benchmarks.realtables_report`` writes the table.
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.categorical --data-home ../shared/data
 """
 
-import argparse
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import torch
-from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from threadpoolctl import threadpool_limits
 
 from qmatch_sklearn import one_hot_groups
 
 from ._fewlabel_tables import TABLES, split_table
+from ._harness import Store, class_scores, run_grid, split_sizes, study_parser, timed
 from .fewlabel import (
     _as_object,
     fit_logistic,
-    library_commit,
-    machine_description,
     make_encoder,
     make_preprocessor,
 )
-from .fewshot import append_rows, read_done
 
 RESULTS = Path(__file__).parent / "results" / "categorical.csv"
 FIELDS = ["table", "seed", "contender", "commit", "accuracy", "balanced_accuracy",
@@ -62,66 +54,50 @@ def encoder_input_width(encoder):
     return int((~encoder.is_categorical_).sum() + sum(len(c) for c in encoder.categories_))
 
 
+def prepare(cell, data_home):
+    """The cell's split, its one-hot matrices with their groups, and the native
+    (categories kept) preprocessor."""
+    data = split_table(TABLES[cell["table"]], cell["seed"], data_home)
+    prep = make_preprocessor().fit(_as_object(data.X_train))
+    data.X_onehot_train = prep.transform(_as_object(data.X_train)).astype(np.float32)
+    data.X_onehot_test = prep.transform(_as_object(data.X_test)).astype(np.float32)
+    data.groups = one_hot_groups(prep)
+    data.native = make_preprocessor(one_hot=False).fit(data.X_train)
+    return data
+
+
+def run(contender, data, seed, smoke):
+    """The contender's encoder fitted on the training rows and the ``logreg`` recipe on
+    the labeled rows' embeddings; the test predictions and the encoder."""
+    train, test = data.X_onehot_train, data.X_onehot_test
+    if contender == "native":
+        train, test = data.native.transform(data.X_train), data.native.transform(data.X_test)
+    encoder = make_encoder(seed, smoke).set_params(
+        feature_groups=data.groups if contender == "grouped" else None,
+    ).fit(train)
+    labeled = train[data.labeled] if contender != "native" else (
+        train.iloc[np.flatnonzero(data.labeled)])
+    model, _ = fit_logistic(encoder.transform(labeled), data.y_train[data.labeled], seed)
+    return model.predict(encoder.transform(test)), encoder
+
+
+def measure(contender, data, cell, smoke):
+    (predicted, encoder), seconds = timed(run, contender, data, cell["seed"], smoke)
+    return {**class_scores(data.y_test, predicted), "n_groups": len(data.groups),
+            "grouped_columns": sum(len(g) for g in data.groups),
+            "n_columns": encoder_input_width(encoder), **split_sizes(data),
+            "fit_seconds": seconds}
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(DEFAULT_TABLES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
-    parser.add_argument("--data-home", default=None)
-    parser.add_argument("--max-minutes", type=float, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true",
-                        help="tiny networks, 2 epochs: tests the harness, not the methods")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    start = time.monotonic()
-    commit, machine = library_commit(), machine_description()
-    done = read_done(args.out, FIELDS, KEY)
-    with threadpool_limits(1):
-        for seed in args.seeds:
-            for table in [t for t in TABLES if t in args.tables]:
-                todo = [c for c in args.contenders if (table, str(seed), c) not in done]
-                if not todo:
-                    continue
-                data = split_table(TABLES[table], seed, args.data_home)
-                prep = make_preprocessor().fit(_as_object(data.X_train))
-                X_train = prep.transform(_as_object(data.X_train)).astype(np.float32)
-                X_test = prep.transform(_as_object(data.X_test)).astype(np.float32)
-                groups = one_hot_groups(prep)
-                native = make_preprocessor(one_hot=False).fit(data.X_train)
-                for contender in todo:
-                    if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
-                        print(f"stopping: --max-minutes {args.max_minutes} reached")
-                        return
-                    began = time.perf_counter()
-                    train, test = X_train, X_test
-                    if contender == "native":
-                        train, test = native.transform(data.X_train), native.transform(data.X_test)
-                    encoder = make_encoder(seed, args.smoke).set_params(
-                        feature_groups=groups if contender == "grouped" else None,
-                    ).fit(train)
-                    labeled = train[data.labeled] if contender != "native" else (
-                        train.iloc[np.flatnonzero(data.labeled)])
-                    model, _ = fit_logistic(encoder.transform(labeled),
-                                            data.y_train[data.labeled], seed)
-                    predicted = model.predict(encoder.transform(test))
-                    row = {
-                        "table": table, "seed": seed, "contender": contender, "commit": commit,
-                        "accuracy": round(100 * accuracy_score(data.y_test, predicted), 4),
-                        "balanced_accuracy": round(
-                            100 * balanced_accuracy_score(data.y_test, predicted), 4),
-                        "n_groups": len(groups),
-                        "grouped_columns": sum(len(g) for g in groups),
-                        "n_columns": encoder_input_width(encoder),
-                        "n_labeled": int(data.labeled.sum()),
-                        "n_unlabeled": int((~data.labeled).sum()),
-                        "n_test": len(data.y_test),
-                        "fit_seconds": round(time.perf_counter() - began, 2),
-                        "machine": machine,
-                        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-                    }
-                    append_rows(args.out, [row], FIELDS)
-                    print(f"{table} seed {seed} {contender}: {row['accuracy']:.2f}%", flush=True)
+    args = study_parser(__doc__, TABLES, CONTENDERS, RESULTS, DEFAULT_TABLES).parse_args(argv)
+    cells = [{"table": table, "seed": seed}
+             for seed in args.seeds for table in TABLES if table in args.tables]
+    run_grid(args, Store(args.out, FIELDS, KEY), cells,
+             lambda cell: prepare(cell, args.data_home),
+             lambda contender, data, cell: measure(contender, data, cell, args.smoke),
+             lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
+                         f"{row['accuracy']:.2f}%")
 
 
 if __name__ == "__main__":

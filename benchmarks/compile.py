@@ -24,7 +24,7 @@ import torch
 from qmatch_sklearn import QMatchEncoder
 
 from . import _bare_qmatch
-from .fewshot import cpu_model
+from ._harness import cpu_model
 
 RESULTS = Path(__file__).parent / "results"
 #: name -> encoder parameters: the default network and a narrower one, where overheads

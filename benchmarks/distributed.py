@@ -101,7 +101,7 @@ def main(argv=None):
         return worker(args.worker, args.data_home, args.worker_out)
     import torch
 
-    from .fewshot import cpu_model
+    from ._harness import cpu_model
 
     lines = [
         "# Data-parallel pretraining: one process against two",

@@ -72,35 +72,27 @@ writes ``fewlabel.md`` and ``fewlabel.png`` from the CSV.
         --seeds 0 1 --config defaults --max-minutes 30
 """
 
-import argparse
 import functools
 import json
-import os
-import subprocess
-import time
 import warnings
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
-from sklearn.metrics import accuracy_score, balanced_accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, QuantileTransformer, StandardScaler
 from sklearn.semi_supervised import SelfTrainingClassifier
 from sklearn.utils import Bunch
-from threadpoolctl import threadpool_limits
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
 
 from ._fewlabel_tables import TABLES, split_table
-from .fewshot import append_rows, cpu_model, read_done
+from ._harness import Store, class_scores, run_grid, split_sizes, study_parser, timed
 
 RESULTS = Path(__file__).parent / "results" / "fewlabel.csv"
 FIELDS = [
@@ -375,58 +367,24 @@ _EPOCH_FIELDS = ("encoder_best_epoch", "encoder_n_epochs", "head_best_epoch", "h
 
 def evaluate(contender, data, seed, smoke):
     """Fit ``contender`` on the (table, seed) rows; its CSV measurements."""
-    start = time.perf_counter()
-    predicted, details = RUNNERS[contender](data, seed, smoke)
-    seconds = time.perf_counter() - start
+    (predicted, details), seconds = timed(RUNNERS[contender], data, seed, smoke)
     epochs = {name: details.pop(name, "") for name in _EPOCH_FIELDS}
     if contender in OURS and (ENCODER_PARAMS or CLASSIFIER_PARAMS):
         details.update(encoder_params=ENCODER_PARAMS, classifier_params=CLASSIFIER_PARAMS)
-    return {
-        "accuracy": round(100 * accuracy_score(data.y_test, predicted), 4),
-        "balanced_accuracy": round(100 * balanced_accuracy_score(data.y_test, predicted), 4),
-        "n_labeled": int(data.labeled.sum()), "n_unlabeled": int((~data.labeled).sum()),
-        "n_test": len(data.y_test), "n_classes": len(data.classes),
-        "fit_seconds": round(seconds, 2), **epochs,
-        "details": json.dumps(details, sort_keys=True),
-    }
-
-
-def library_commit():
-    """The short commit of the checkout, ``+dirty`` when ``qmatch_sklearn/`` has changes."""
-    root = Path(__file__).resolve().parents[1]
-
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              check=False).stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--", "qmatch_sklearn") else "")
-
-
-def machine_description():
-    return f"{cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s)"
+    return {**class_scores(data.y_test, predicted), **split_sizes(data),
+            "n_classes": len(data.classes), "fit_seconds": seconds, **epochs,
+            "details": json.dumps(details, sort_keys=True)}
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    parser = study_parser(__doc__, TABLES, CONTENDERS, RESULTS)
     parser.add_argument("--config", default=None,
                         help='label of the library configuration ("defaults"; "smoke" '
                              "with --smoke)")
-    parser.add_argument("--data-home", default=None,
-                        help="folder of the paper datasets' raw files")
-    parser.add_argument("--max-minutes", type=float, default=None,
-                        help="start no new cell after this many minutes")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS/OpenMP threads")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--encoder-params", type=json.loads, default={},
                         help="JSON dict of QMatchEncoder parameters under study")
     parser.add_argument("--classifier-params", type=json.loads, default={},
                         help="JSON dict of QMatchClassifier parameters under study")
-    parser.add_argument("--smoke", action="store_true",
-                        help="tiny networks, 2-3 epochs: tests the harness, not the methods")
     args = parser.parse_args(argv)
     if args.config is None:
         args.config = "smoke" if args.smoke else "defaults"
@@ -439,33 +397,15 @@ def main(argv=None):
     args = parse_args(argv)
     ENCODER_PARAMS.update(args.encoder_params)
     CLASSIFIER_PARAMS.update(args.classifier_params)
-    torch.set_num_threads(args.threads)
-    start = time.monotonic()
-    commit, machine = library_commit(), machine_description()
-    done = read_done(args.out, FIELDS, KEY)
-    order = [t for t in TABLES if t in args.tables]  # the registry's order: cheap tables first
-    with threadpool_limits(args.threads):
-        for table in order:
-            for seed in args.seeds:
-                todo = [c for c in args.contenders
-                        if (table, str(seed), c, args.config) not in done]
-                if not todo:
-                    continue
-                data = None
-                for contender in todo:
-                    if args.max_minutes is not None and (
-                            time.monotonic() - start > 60 * args.max_minutes):
-                        print(f"stopping: --max-minutes {args.max_minutes} reached", flush=True)
-                        return
-                    data = data if data is not None else prepare(table, seed, args.data_home)
-                    row = {"table": table, "seed": seed, "contender": contender,
-                           "config": args.config, "commit": commit,
-                           **evaluate(contender, data, seed, args.smoke), "machine": machine,
-                           "finished": datetime.now(UTC).isoformat(timespec="seconds")}
-                    append_rows(args.out, [row], FIELDS)
-                    print(f"{table} seed {seed} {contender}: {row['accuracy']:.2f}% "
-                          f"(balanced {row['balanced_accuracy']:.2f}%, {row['fit_seconds']} s, "
-                          f"{row['n_labeled']} labeled)", flush=True)
+    # the registry's order: cheap tables first
+    cells = [{"table": table, "seed": seed, "config": args.config}
+             for table in TABLES if table in args.tables for seed in args.seeds]
+    run_grid(args, Store(args.out, FIELDS, KEY), cells,
+             lambda cell: prepare(cell["table"], cell["seed"], args.data_home),
+             lambda contender, data, cell: evaluate(contender, data, cell["seed"], args.smoke),
+             lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
+                         f"{row['accuracy']:.2f}% (balanced {row['balanced_accuracy']:.2f}%, "
+                         f"{row['fit_seconds']} s, {row['n_labeled']} labeled)")
 
 
 if __name__ == "__main__":

@@ -29,35 +29,28 @@ skipped (``--again`` measures them anew: the report shows the newest row of each
     python -m benchmarks.fewlabel_regression --report
 """
 
-import argparse
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import mean_squared_error, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
-from threadpoolctl import threadpool_limits
 
 from qmatch_sklearn import QMatchEncoder, QMatchRegressor
 
 from ._fewlabel_tables import _categorical
+from ._harness import Store, run_grid, split_sizes, study_parser, timed
 from .fewlabel import (
     _as_object,
     catboost_frames,
     catboost_params,
-    library_commit,
-    machine_description,
     make_preprocessor,
 )
-from .fewshot import append_rows, read_done
 
 RESULTS = Path(__file__).parent / "results" / "fewlabel_regression.csv"
 FIELDS = ["table", "seed", "contender", "commit", "r2", "rmse", "n_labeled", "n_unlabeled",
@@ -209,14 +202,15 @@ def report(csv, out):
     out.write_text("\n".join(lines) + "\n")
 
 
+def measure(contender, data, cell, smoke):
+    predicted, seconds = timed(predict, contender, data, cell["seed"], smoke)
+    return {"r2": round(float(r2_score(data.y_test, predicted)), 5),
+            "rmse": round(float(np.sqrt(mean_squared_error(data.y_test, predicted))), 5),
+            **split_sizes(data), "fit_seconds": seconds}
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
-    parser.add_argument("--max-minutes", type=float, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="tiny networks: tests the harness")
+    parser = study_parser(__doc__, TABLES, CONTENDERS, RESULTS)
     parser.add_argument("--report", action="store_true", help="write the .md from the CSV")
     parser.add_argument("--again", action="store_true",
                         help="measure the contenders again even where recorded (the report "
@@ -225,37 +219,12 @@ def main(argv=None):
     if args.report:
         report(args.out, args.out.with_suffix(".md"))
         return
-    torch.set_num_threads(1)
-    start = time.monotonic()
-    commit, machine = library_commit(), machine_description()
-    done = set() if args.again else read_done(args.out, FIELDS, KEY)
-    with threadpool_limits(1):
-        for table in args.tables:
-            for seed in args.seeds:
-                todo = [c for c in args.contenders if (table, str(seed), c) not in done]
-                if not todo:
-                    continue
-                data = split(table, seed)
-                for contender in todo:
-                    if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
-                        print(f"stopping: --max-minutes {args.max_minutes} reached")
-                        return
-                    began = time.perf_counter()
-                    predicted = predict(contender, data, seed, args.smoke)
-                    row = {
-                        "table": table, "seed": seed, "contender": contender, "commit": commit,
-                        "r2": round(float(r2_score(data.y_test, predicted)), 5),
-                        "rmse": round(float(np.sqrt(mean_squared_error(data.y_test,
-                                                                       predicted))), 5),
-                        "n_labeled": int(data.labeled.sum()),
-                        "n_unlabeled": int((~data.labeled).sum()),
-                        "n_test": len(data.y_test),
-                        "fit_seconds": round(time.perf_counter() - began, 2),
-                        "machine": machine,
-                        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-                    }
-                    append_rows(args.out, [row], FIELDS)
-                    print(f"{table} seed {seed} {contender}: R² {row['r2']:.4f}", flush=True)
+    cells = [{"table": table, "seed": seed} for table in args.tables for seed in args.seeds]
+    run_grid(args, Store(args.out, FIELDS, KEY), cells,
+             lambda cell: split(cell["table"], cell["seed"]),
+             lambda contender, data, cell: measure(contender, data, cell, args.smoke),
+             lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
+                         f"R² {row['r2']:.4f}", again=args.again)
 
 
 if __name__ == "__main__":

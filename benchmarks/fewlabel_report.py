@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ._fewlabel_tables import MAX_TEST_ROWS, TABLES, describe_table
+from ._harness import markdown_table
 from .fewlabel import FIELDS, PEERS, PREPROCESSED, RAW, RESULTS
 from .fewlabel import OURS as EVERY_OURS
 from .report import mean_std
@@ -264,12 +265,6 @@ def paired_timing(csv_path):
                  ""])
     return markdown_table(["Table", "self_training=True s", "self_training=False s",
                            "ratio", "accuracy gap"], rows)
-
-
-def markdown_table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    return lines
 
 
 def table_descriptions(frame, data_home):

@@ -45,12 +45,10 @@ interrupted run resumes. ``python -m benchmarks.report`` turns the CSV into
 """
 
 import argparse
-import csv
 import functools
 import itertools
 import json
 import os
-import platform
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -85,6 +83,7 @@ from ._fewshot_params import (
     tuned_params,
     variant,
 )
+from ._harness import Store, cpu_model
 
 RESULTS = Path(__file__).parent / "results" / "fewshot.csv"
 #: The configurations of the paper's Tables 4 and 5 (1% labels), run by default.
@@ -272,22 +271,6 @@ def describe(estimator):
     return changed
 
 
-def cpu_model():
-    """The CPU's model name (``/proc/cpuinfo``), or the platform's machine type; with its
-    bf16 matrix units in brackets where it has them (machines of one model name differ)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.exists():
-        return platform.processor() or platform.machine()
-    lines = cpuinfo.read_text().splitlines()
-    name = next((line.split(":", 1)[1].strip() for line in lines
-                 if line.startswith("model name")), platform.machine())
-    flags = next((line.split(":", 1)[1].split() for line in lines
-                  if line.startswith("flags")), [])
-    units = [unit for flag, unit in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
-             if flag in flags]
-    return f"{name} ({', '.join(units)})" if units else name
-
-
 def machine_description(budget):
     """CPU model and threads, or the GPU's name when the budget's networks run on one."""
     if budget.pretext.get("device") != "cpu" and torch.cuda.is_available():
@@ -360,28 +343,6 @@ def result_row(run, protocol, choice, budget, data, max_rows_test, pretrain_seco
         "n_test": len(data.y_test), "params": json.dumps(params, sort_keys=True),
         "machine": machine, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-
-
-def read_done(path, fields=FIELDS, key=KEY):
-    """The ``key`` tuples (as strings) of the results already in the CSV at ``path``."""
-    if not path.exists():
-        return set()
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != fields:
-            raise ValueError(f"{path} has columns {reader.fieldnames}, expected {fields}.")
-        return {tuple(row[k] for k in key) for row in reader}
-
-
-def append_rows(path, rows, fields=FIELDS):
-    """Append results, writing the header first into a new file."""
-    new = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fields)
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
 
 
 def sweeps(args):
@@ -458,12 +419,13 @@ def main(argv=None):
     budget = BUDGETS[args.budget]
     max_rows_test = budget.max_rows_test if args.max_rows_test is None else args.max_rows_test
     machine = machine_description(budget)
-    runs = pending_runs(args, budget, read_done(args.out))
+    store = Store(args.out, FIELDS, KEY)
+    runs = pending_runs(args, budget, store.done())
     progress = tqdm(runs, unit="run", desc=f"few-shot ({budget.name})")
     for run in progress:
         progress.set_postfix_str(f"{run.dataset} {run.method} seed {run.seed} {run.sweep}")
         for row in execute(run, budget, max_rows_test, args.data_home, machine):
-            append_rows(args.out, [row])
+            store.append([row])
             progress.write(f"{row['dataset']} {row['method']} {row['protocol']} seed {row['seed']} "
                            f"{row['sweep']}: {row['accuracy']:.2f}% (pretrain "
                            f"{row['pretrain_seconds']} s, eval {row['eval_seconds']} s)")

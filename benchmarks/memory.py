@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .fewshot import cpu_model
+from ._harness import cpu_model
 
 RESULTS = Path(__file__).parent / "results" / "memory.md"
 

@@ -26,29 +26,21 @@ skipped. ``python -m benchmarks.realtables_report`` writes ``missing.md``.
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.missing --data-home ../shared/data
 """
 
-import argparse
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import torch
 from sklearn.impute import SimpleImputer
-from sklearn.metrics import accuracy_score, balanced_accuracy_score
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
 from ._fewlabel_tables import TABLES, split_table
+from ._harness import Store, class_scores, run_grid, split_sizes, study_parser, timed
 from .fewlabel import (
     CATEGORICAL_DTYPES,
     _as_object,
     fit_logistic,
-    library_commit,
-    machine_description,
     make_encoder,
     make_preprocessor,
 )
-from .fewshot import append_rows, read_done
 
 RESULTS = Path(__file__).parent / "results" / "missing.csv"
 FIELDS = ["table", "seed", "missing", "contender", "commit", "accuracy", "balanced_accuracy",
@@ -99,61 +91,38 @@ def run(contender, data, seed, smoke=False):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(DEFAULT_TABLES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser = study_parser(__doc__, TABLES, CONTENDERS, RESULTS, DEFAULT_TABLES)
     parser.add_argument("--missing", nargs="+", choices=MISSING, default=list(MISSING))
-    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
-    parser.add_argument("--data-home", default=None)
-    parser.add_argument("--max-minutes", type=float, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true",
-                        help="tiny networks, 2 epochs: tests the harness, not the methods")
     return parser.parse_args(argv)
+
+
+def prepare(cell, data_home):
+    """The cell's split with its missing entries; None for ``missing="real"`` on a
+    table whose numeric columns have none (nothing to compare there)."""
+    data = split_table(TABLES[cell["table"]], cell["seed"], data_home)
+    if cell["missing"] != "real":
+        return remove_entries(data, int(cell["missing"]) / 100, cell["seed"])
+    return data if numeric_missing_pct(data.X_train) else None
+
+
+def measure(contender, data, cell, smoke):
+    predicted, seconds = timed(run, contender, data, cell["seed"], smoke)
+    return {**class_scores(data.y_test, predicted),
+            "numeric_missing_pct": numeric_missing_pct(data.X_train), **split_sizes(data),
+            "fit_seconds": seconds}
 
 
 def main(argv=None):
     args = parse_args(argv)
-    torch.set_num_threads(1)
-    start = time.monotonic()
-    commit, machine = library_commit(), machine_description()
-    done = read_done(args.out, FIELDS, KEY)
-    with threadpool_limits(1):
-        for seed in args.seeds:  # seeds outermost: every cell gets seed 0 first
-            for table in [t for t in TABLES if t in args.tables]:
-                for missing in args.missing:
-                    todo = [c for c in args.contenders
-                            if (table, str(seed), missing, c) not in done]
-                    if not todo:
-                        continue
-                    data = split_table(TABLES[table], seed, args.data_home)
-                    if missing != "real":
-                        data = remove_entries(data, int(missing) / 100, seed)
-                    elif numeric_missing_pct(data.X_train) == 0:
-                        continue  # nothing missing: every contender sees the same rows
-                    for contender in todo:
-                        if args.max_minutes and time.monotonic() - start > 60 * args.max_minutes:
-                            print(f"stopping: --max-minutes {args.max_minutes} reached")
-                            return
-                        began = time.perf_counter()
-                        predicted = run(contender, data, seed, args.smoke)
-                        row = {
-                            "table": table, "seed": seed, "missing": missing,
-                            "contender": contender, "commit": commit,
-                            "accuracy": round(100 * accuracy_score(data.y_test, predicted), 4),
-                            "balanced_accuracy": round(
-                                100 * balanced_accuracy_score(data.y_test, predicted), 4),
-                            "numeric_missing_pct": numeric_missing_pct(data.X_train),
-                            "n_labeled": int(data.labeled.sum()),
-                            "n_unlabeled": int((~data.labeled).sum()),
-                            "n_test": len(data.y_test),
-                            "fit_seconds": round(time.perf_counter() - began, 2),
-                            "machine": machine,
-                            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-                        }
-                        append_rows(args.out, [row], FIELDS)
-                        print(f"{table} seed {seed} missing {missing} {contender}: "
-                              f"{row['accuracy']:.2f}%", flush=True)
+    # seeds outermost: every cell gets seed 0 first
+    cells = [{"table": table, "seed": seed, "missing": missing}
+             for seed in args.seeds for table in TABLES if table in args.tables
+             for missing in args.missing]
+    run_grid(args, Store(args.out, FIELDS, KEY), cells,
+             lambda cell: prepare(cell, args.data_home),
+             lambda contender, data, cell: measure(contender, data, cell, args.smoke),
+             lambda row: f"{row['table']} seed {row['seed']} missing {row['missing']} "
+                         f"{row['contender']}: {row['accuracy']:.2f}%")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import torch
 
 from . import _bare_qmatch, fewshot
 from ._fewshot_params import BUDGETS
+from ._harness import Store
 from .report import mean_std
 
 RESULTS = Path(__file__).parent / "results" / "peer_tabnet.csv"
@@ -201,7 +202,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     budget = BUDGETS[args.budget]
     machine = fewshot.machine_description(budget)
-    done = fewshot.read_done(args.out, FIELDS, ("budget", "seed"))
+    store = Store(args.out, FIELDS, ("budget", "seed"))
+    done = store.done()
     data = None
     for seed in args.seeds:
         if (budget.name, str(seed)) in done:
@@ -211,8 +213,7 @@ def main(argv=None):
                                     max_rows_val=budget.max_rows_val)
         rows = [*tabnet_rows(data, seed, budget),
                 *qmatch_rows(data, seed, budget, args.data_home, budget.max_rows_test, machine)]
-        fewshot.append_rows(args.out, [finish(row, data, seed, budget, machine) for row in rows],
-                            FIELDS)
+        store.append([finish(row, data, seed, budget, machine) for row in rows])
         print(f"seed {seed}: " + ", ".join(f"{r['library']} {r['protocol']} {r['accuracy']:.2f}%"
                                            for r in rows))
     if data is None:  # every seed was recorded: the report still needs the feature count

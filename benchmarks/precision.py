@@ -36,7 +36,7 @@ import torch
 
 from qmatch_sklearn import QMatchEncoder
 
-from .fewshot import cpu_model
+from ._harness import cpu_model
 from .throughput import run_bare, run_library
 
 RESULTS = Path(__file__).parent / "results"

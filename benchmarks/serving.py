@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from qmatch_sklearn import QMatchEncoder, __version__, to_onnx
 from qmatch_sklearn.datasets import load_covtype
 
-from .fewshot import cpu_model
+from ._harness import cpu_model
 
 RESULTS = Path(__file__).parent / "results"
 #: Rows per call of the chunked torch loop (as the library's own inference).

@@ -345,3 +345,30 @@ def test_bare_qmatch_under_bf16_autocast_computes_the_librarys_float32_loss():
     assert bare_loss.dtype == torch.float32
     assert torch.equal(criterion(outputs), bare_loss)
     assert torch.equal(outputs.teacher, bare.last_teacher)
+
+
+def test_harness_store_refuses_other_columns_and_grid_resumes(tmp_path):
+    """A results CSV with other columns is refused by name; a grid run twice measures
+    each (cell, contender) once, and a cell whose data is None is skipped."""
+    import argparse
+
+    from benchmarks._harness import Store, run_grid
+
+    path = tmp_path / "results.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="has columns"):
+        Store(path, ["a", "c"], ("a",)).done()
+    store = Store(tmp_path / "grid.csv", ["cell", "contender", "commit", "value", "machine",
+                                          "finished"], ("cell", "contender"))
+    args = argparse.Namespace(contenders=["x", "y"], threads=1, max_minutes=None)
+    calls = []
+
+    def measure(contender, data, cell):
+        calls.append((cell["cell"], contender))
+        return {"value": data}
+
+    cells = [{"cell": 0}, {"cell": 1}]
+    for _ in range(2):
+        run_grid(args, store, cells, lambda cell: None if cell["cell"] else 7, measure, str)
+    assert calls == [(0, "x"), (0, "y")]
+    assert store.done() == {("0", "x"), ("0", "y")}
