@@ -169,3 +169,13 @@ def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
     return lines
+
+
+def mean_std(values, digits=2, signed=False):
+    """'mean ± std (n)' of a Series (sample std); 'value (1)' for a single value;
+    ``signed``: the mean with its sign (a gap)."""
+    first = values.iloc[0] if len(values) == 1 else values.mean()
+    head = f"{first:{'+' if signed else ''}.{digits}f}"
+    if len(values) == 1:
+        return f"{head} (1)"
+    return f"{head} ± {values.std(ddof=1):.{digits}f} ({len(values)})"

@@ -44,7 +44,7 @@ from sklearn.utils import Bunch
 from qmatch_sklearn import QMatchEncoder, QMatchRegressor
 
 from ._fewlabel_tables import _categorical
-from ._harness import Store, run_grid, split_sizes, study_parser, timed
+from ._harness import Store, mean_std, run_grid, split_sizes, study_parser, timed
 from .fewlabel import (
     _as_object,
     catboost_frames,
@@ -144,12 +144,6 @@ def predict(contender, data, seed, smoke):
     return regressor.fit(data.Xp_train, y_partial).predict(data.Xp_test)
 
 
-def _cell(values):
-    if len(values) < 2:
-        return f"{values.iloc[0]:.3f} (1)"
-    return f"{values.mean():.3f} ± {values.std(ddof=1):.3f} ({len(values)})"
-
-
 def _raw_gap(part):
     """``qmatch_reg_raw - qmatch_reg`` per seed, over the seeds both have from one commit."""
     ours = part[part["contender"].isin(["qmatch_reg", "qmatch_reg_raw"])]
@@ -157,10 +151,7 @@ def _raw_gap(part):
     if "qmatch_reg_raw" not in pivot or "qmatch_reg" not in pivot:
         return "-"
     diff = (pivot["qmatch_reg_raw"] - pivot["qmatch_reg"]).dropna()
-    if diff.empty:
-        return "-"
-    return f"{diff.mean():+.3f} ± {diff.std(ddof=1):.3f} ({len(diff)})" if len(diff) > 1 else (
-        f"{diff.iloc[0]:+.3f} (1)")
+    return mean_std(diff, 3, signed=True) if len(diff) else "-"
 
 
 def report(csv, out):
@@ -185,16 +176,14 @@ def report(csv, out):
     for table in [t for t in TABLES if t in set(results["table"])]:
         part = results[results["table"] == table]
         pivot = part.pivot_table(index="seed", columns="contender", values="r2")
-        cells = [_cell(pivot[c].dropna()) if c in pivot else "-" for c in CONTENDERS]
+        cells = [mean_std(pivot[c].dropna(), 3) if c in pivot else "-" for c in CONTENDERS]
         raw = [c for c in OTHERS if c in pivot]
         gap = "-"
         if raw and "qmatch_reg" in pivot:
             best = max(raw, key=lambda c: pivot[c].mean())
             diff = (pivot["qmatch_reg"] - pivot[best]).dropna()
-            if len(diff) > 1:
-                gap = f"{diff.mean():+.3f} ± {diff.std(ddof=1):.3f} ({len(diff)}) vs {best}"
-            elif len(diff):
-                gap = f"{diff.iloc[0]:+.3f} (1) vs {best}"
+            if len(diff):
+                gap = f"{mean_std(diff, 3, signed=True)} vs {best}"
         first = part.iloc[0]
         lines.append(f"| {table} | {TABLES[table].source} | {first['n_labeled']} / "
                      f"{first['n_unlabeled']} / {first['n_test']} | " + " | ".join(cells)

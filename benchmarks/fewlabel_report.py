@@ -21,10 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ._fewlabel_tables import MAX_TEST_ROWS, TABLES, describe_table
-from ._harness import markdown_table
+from ._harness import markdown_table, mean_std
 from .fewlabel import FIELDS, PEERS, PREPROCESSED, RAW, RESULTS
 from .fewlabel import OURS as EVERY_OURS
-from .report import mean_std
 
 TOLERANCE = 0.5  # accuracy points: "at or above the best raw contender (within 0.5 points)"
 #: The main table's contenders; ours on the raw table have a section of their own.
@@ -45,10 +44,7 @@ def paired_gap(frame, table, ours, raw, metric="accuracy"):
 def gap_cell(gap):
     if gap.empty:
         return "-"
-    mark = "" if gap.mean() >= -TOLERANCE else " ✗"
-    if len(gap) == 1:
-        return f"{gap.iloc[0]:+.2f} (1){mark}"
-    return f"{gap.mean():+.2f} ± {gap.std(ddof=1):.2f} ({len(gap)}){mark}"
+    return mean_std(gap, signed=True) + ("" if gap.mean() >= -TOLERANCE else " ✗")
 
 
 def best_raw(frame, table, metric="accuracy"):

@@ -40,8 +40,7 @@ import torch
 
 from . import _bare_qmatch, fewshot
 from ._fewshot_params import BUDGETS
-from ._harness import Store
-from .report import mean_std
+from ._harness import Store, mean_std
 
 RESULTS = Path(__file__).parent / "results" / "peer_tabnet.csv"
 DATASET = "covtype_1p"

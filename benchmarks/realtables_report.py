@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from ._fewlabel_tables import TABLES
+from ._harness import mean_std
 from .missing import CONTENDERS, MISSING
-from .report import mean_std
 
 RESULTS = Path(__file__).parent / "results"
 IMPUTED = ("qmatch_imputed", "qmatch_imputed_indicator")
@@ -27,9 +27,7 @@ def _gap(frame, ours, reference):
     if ours not in pivot or reference not in pivot:
         return ""
     diff = (pivot[ours] - pivot[reference]).dropna()
-    if len(diff) < 2:
-        return f"{diff.iloc[0]:+.2f} (1)" if len(diff) else ""
-    return f"{diff.mean():+.2f} ± {diff.std(ddof=1):.2f} ({len(diff)})"
+    return mean_std(diff, signed=True) if len(diff) else ""
 
 
 def missing_report(csv):

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 from qmatch_sklearn import QMatchClassifier
 
 from ._fewshot_params import BUDGETS, paper_dataset
+from ._harness import mean_std
 from .fewshot import ALL_METHODS, DOWNSTREAM_PROTOCOL, LABEL_FRACTION, RESULTS, SEARCH, SKLEARN
 
 #: Dataset columns in the paper's order, with the paper's headings; a stand-in (see
@@ -122,13 +123,6 @@ def read_results(path):
     frame = pd.read_csv(path, dtype={"sweep": str})
     swept = pd.json_normalize(frame["sweep"].map(json.loads).tolist())
     return frame.join(swept.set_index(frame.index)), list(swept.columns)
-
-
-def mean_std(values):
-    """'mean ± std (n)' of accuracies (sample std); 'value (1)' for a single seed."""
-    if len(values) == 1:
-        return f"{values.iloc[0]:.2f} (1)"
-    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f} ({len(values)})"
 
 
 def average_ranks(means):
