@@ -199,6 +199,7 @@ HEAD_STEPS = (
     ("+ self-training + regularised trees (auto-v11)", "auto-v11", "qmatch_clf"),
     ("+ a twin shares its regression's weight against the trees (auto-v12)", "auto-v12",
      "qmatch_clf"),
+    ("+ the trees stacked with the regressions (auto-v13)", "auto-v13", "qmatch_clf"),
 )
 
 

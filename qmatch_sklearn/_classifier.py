@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import torch
 from scipy.sparse import issparse
-from scipy.special import log_softmax, logsumexp
+from scipy.special import log_softmax
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
@@ -29,6 +29,7 @@ from ._boosting import (
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_WEIGHT,
     fit_boosted_member,
+    stacking_weight,
     tree_log_proba,
 )
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
@@ -38,7 +39,6 @@ from ._head import (
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
-    pseudo_bma_weights,
     weigh_embedding_block,
 )
 from ._self_training import self_trained_logistic, unlabeled_sample
@@ -72,22 +72,20 @@ def fit_logistic_head_(
     the regression's one score becomes the second logit and the first is 0,
     so the softmax equals its sigmoid.
 
-    With dense ``inputs`` (the labeled rows as the network reads them), at
-    least ``MIN_BOOSTING_ROWS`` of them and two in every class, gradient-boosted
-    trees on ``inputs``
-    (:func:`~._boosting.fit_boosted_member`, on the same folds) are weighed
-    against the regressions by the same pseudo-Bayesian model averaging
-    (:func:`~._head.pseudo_bma_weights`): the predicted probabilities are
-    (1 - pi) softmax(head) + pi p_trees, pi the boosted member's weight, the
-    regressions keeping their relative weights.
-
     With ``unlabeled`` (the features of unlabeled rows, scaled alike) and
     cross-validation folds, each regression has a self-trained twin at its C
     (:func:`~._self_training.self_trained_logistic`, self-training repeated in
     every fold; none where no unlabeled row is confident), weighed against the
-    others by the same averaging. Against the boosted member, a regression and
-    its twin count as one candidate whose evidence is the mean of theirs, so
-    the twins do not crowd the trees out.
+    others by the same averaging.
+
+    With dense ``inputs`` (the labeled rows as the network reads them), at
+    least ``MIN_BOOSTING_ROWS`` of them and two in every class, gradient-boosted
+    trees on ``inputs`` (:func:`~._boosting.fit_boosted_member`, on the same
+    folds) join the head: the predicted probabilities are
+    (1 - pi) softmax(head) + pi p_trees, pi stacked
+    (:func:`~._boosting.stacking_weight`): the pi whose mixture of the
+    out-of-fold probabilities (the regressions' out-of-fold scores averaged with
+    their weights, and the tempered trees') is likeliest.
 
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
     regressions), ``self_training_weight_`` (the self-trained regressions'
@@ -103,6 +101,9 @@ def fit_logistic_head_(
         folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
     unconverged = []
     twins = unlabeled is not None and folds is not None
+    tries_member = (inputs is not None and not issparse(inputs) and folds is not None
+                    and len(targets) >= MIN_BOOSTING_ROWS)
+    out_of_fold = []  # with a member: each regression's held-out scores, in the heads' order
 
     def fit(features, unlabeled):
         if smallest < 2:
@@ -120,12 +121,20 @@ def fit_logistic_head_(
             unconverged.append(float(getattr(model, "C_", model.C)))
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
+        if tries_member:
+            out_of_fold.append(_out_of_fold_scores(
+                float(model.C_), features, targets, folds, sample_weight
+            ))
         if not twins:
             return [(model, score)]
         twin = self_trained_logistic(
             float(model.C_), LOGISTIC_MAX_ITER, features, targets, unlabeled, folds, sample_weight
         )
-        return [(model, score)] if twin is None else [(model, score), twin]
+        if twin is None:
+            return [(model, score)]
+        if tries_member:
+            out_of_fold.append(twin[2])
+        return [(model, score), twin[:2]]
 
     coef, intercept, weight, slots, p = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None, unlabeled
@@ -148,25 +157,39 @@ def fit_logistic_head_(
     # each slot holds the plain regression of one block weight, then its twin if any
     is_twin = np.concatenate([np.arange(len(slot)) > 0 for slot in slots])
     attributes = {"embedding_weight_": weight, "self_training_weight_": float(p[is_twin].sum())}
-    member = None
-    tried = inputs is not None and not issparse(inputs) and folds is not None
-    if tried and len(targets) >= MIN_BOOSTING_ROWS:
-        member = fit_boosted_member(inputs, targets, folds, seed, sample_weight)
+    member = fit_boosted_member(inputs, targets, folds, seed, sample_weight) if (
+        tries_member) else None
     if member is not None:
-        trees, temperature, log_likelihood = member
-        # one linear candidate per block weight, its twin sharing that candidate's prior
-        # (the mean of their evidences), so that twins do not crowd out the trees
-        n = len(targets)
-        linear = [slot[0] if len(slot) == 1
-                  else (logsumexp(n * np.asarray(slot)) - np.log(len(slot))) / n
-                  for slot in slots]
-        boosting_weight = pseudo_bma_weights([*linear, log_likelihood], n)[-1]
+        trees, temperature, member_log_proba = member
+        head_scores = sum(p_k * scores for p_k, scores in zip(p, out_of_fold, strict=True))
+        if head_scores.shape[1] == 1:
+            head_scores = np.hstack([np.zeros_like(head_scores), head_scores])
+        boosting_weight = stacking_weight(
+            log_softmax(head_scores, axis=1), member_log_proba, targets, sample_weight
+        )
         if boosting_weight >= MIN_BOOSTING_WEIGHT:
             attributes.update(
                 boosting_weight_=float(boosting_weight), boosted_trees_=trees,
                 boosting_temperature_=temperature,
             )
     return TrainingResult(History(), 0, 0, None), attributes
+
+
+def _out_of_fold_scores(C, features, targets, folds, sample_weight):
+    """The decision scores of a ``LogisticRegression(C)`` on each fold's held-out
+    rows, fitted on the rest: (n_rows, 1) for two classes, else (n_rows, n_classes)."""
+    scores = None
+    for train, test in folds.split(features, targets):
+        model = LogisticRegression(C=C, max_iter=LOGISTIC_MAX_ITER)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # as LogisticRegressionCV's
+            model.fit(features[train], targets[train],
+                      sample_weight=None if sample_weight is None else sample_weight[train])
+        decision = model.decision_function(features[test]).reshape(len(test), -1)
+        if scores is None:
+            scores = np.zeros((len(targets), decision.shape[1]))
+        scores[test] = decision
+    return scores
 
 
 def _converged(model):
@@ -444,8 +467,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``); beside the
         input features, an average of such regressions over weights of the
         embedding block (``embedding_weight_``). From 50 labeled rows on,
-        gradient-boosted trees on the input features join that average as
-        one more member, weighed the same way (``boosting_weight_``).
+        gradient-boosted trees on the input features are mixed with that
+        average in the proportion whose out-of-fold predictions are likeliest
+        (stacking, ``boosting_weight_``).
         Fine-tuning,
         or an AdamW head, on a few dozen labeled rows with nothing to stop
         them overfit (``benchmarks/results/fewlabel.md``).
@@ -558,9 +582,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         50 labeled rows, the weight of the gradient-boosted member
         (``HistGradientBoostingClassifier`` on the input features, its
         log-odds divided by ``boosting_temperature_``) in the predicted
-        probabilities, (1 - w) softmax(network) + w trees, weighed against
-        the logistic regressions by cross-validated likelihood as they are
-        against each other. 0.0 otherwise (or when below 1e-6).
+        probabilities, (1 - w) softmax(network) + w trees, w the weight whose
+        mixture of the two's out-of-fold probabilities on the labeled rows is
+        likeliest (stacking; Yao et al., 2018, eq. 4). 0.0 otherwise (or when
+        below 1e-6).
     boosted_trees_ : dict of ndarray or None
         The boosted member's trees as arrays (nodes, thresholds, leaf
         values), None when ``boosting_weight_`` is 0.

@@ -79,8 +79,9 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
 
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
-    """The self-trained regression on every labeled row and its mean
-    cross-validated log-likelihood per row on ``folds``, or None when no
+    """The self-trained regression on every labeled row, its mean
+    cross-validated log-likelihood per row on ``folds`` and its out-of-fold
+    decision scores (``decision_function`` of the held-out rows), or None when no
     unlabeled row reaches ``THRESHOLD`` (it would be the plain regression, and
     would count twice in the head's average): self-training repeated
     inside each fold (the held-out rows neither train nor pseudo-label), scored
@@ -93,7 +94,7 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
     if not n_pseudo:
         return None
     labels = np.arange(targets.max() + 1)
-    scores = []
+    scores, out_of_fold = [], None
     for train, test in folds.split(features, targets):
         fold_model, _ = self_train(
             C, max_iter, features[train], targets[train], unlabeled,
@@ -103,4 +104,8 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
             targets[test], fold_model.predict_proba(features[test]), labels=labels,
             sample_weight=None if sample_weight is None else sample_weight[test],
         ))
-    return model, float(np.mean(scores))
+        decision = fold_model.decision_function(features[test]).reshape(len(test), -1)
+        if out_of_fold is None:
+            out_of_fold = np.zeros((len(targets), decision.shape[1]))
+        out_of_fold[test] = decision
+    return model, float(np.mean(scores)), out_of_fold

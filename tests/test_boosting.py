@@ -26,6 +26,7 @@ from qmatch_sklearn._boosting import (
     boosting_model,
     export_trees,
     fit_boosted_member,
+    stacking_weight,
     tree_log_proba,
 )
 
@@ -67,8 +68,8 @@ def test_a_column_never_observed_is_left_out_and_the_others_keep_their_index():
     X = np.c_[np.full(len(y), np.nan, np.float32), X]
     X[:20, 2] = np.nan  # missing in the training part of a fold, or more
     folds = StratifiedKFold(5, shuffle=False)
-    trees, _, log_likelihood = fit_boosted_member(X, y, folds, 0)
-    assert np.isfinite(log_likelihood) and 0 not in set(trees["feature"][~trees["is_leaf"]])
+    trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
+    assert np.isfinite(out_of_fold).all() and 0 not in set(trees["feature"][~trees["is_leaf"]])
     reference = boosting_model(len(y), 0).fit(X[:, 1:], y)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
                                reference.predict_proba(X[:, 1:]), atol=1e-12)
@@ -76,27 +77,63 @@ def test_a_column_never_observed_is_left_out_and_the_others_keep_their_index():
 
 
 def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
-    """Its log-likelihood: per fold, the mean log-probability of the held-out rows
-    under trees fitted on the others, divided by T; averaged over folds; T is where
-    that peaks."""
+    """Its out-of-fold log-probabilities: each held-out row under trees fitted on
+    the other folds, log-odds divided by T; T is where their mean over folds of
+    the rows' mean log-likelihood peaks."""
     X, y = table(3, n_rows=150, n_classes=3)
     folds = StratifiedKFold(5, shuffle=True, random_state=3)
-    trees, temperature, log_likelihood = fit_boosted_member(X, y, folds, 3)
+    trees, temperature, out_of_fold = fit_boosted_member(X, y, folds, 3)
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
+    held_out = np.zeros((len(y), 3))
+    for train, test in folds.split(X, y):
+        held_out[test] = boosting_model(len(train), 3).fit(X[train], y[train]).decision_function(
+            X[test])
 
     def score(t):
-        per_fold = []
-        for train, test in folds.split(X, y):
-            model = boosting_model(len(train), 3).fit(X[train], y[train])
-            log_proba = log_softmax(model.decision_function(X[test]) / t, axis=1)
-            per_fold.append(log_proba[np.arange(len(test)), y[test]].mean())
-        return np.mean(per_fold)
+        log_proba = log_softmax(held_out / t, axis=1)[np.arange(len(y)), y]
+        return np.mean([log_proba[test].mean() for _, test in folds.split(X, y)])
 
-    assert log_likelihood == pytest.approx(score(temperature), abs=1e-9)
-    assert score(temperature * 1.5) < log_likelihood and score(temperature / 1.5) < log_likelihood
+    np.testing.assert_allclose(out_of_fold, log_softmax(held_out / temperature, axis=1),
+                               atol=1e-9)
+    assert score(temperature * 1.5) < score(temperature) > score(temperature / 1.5)
     whole = boosting_model(len(y), 3).fit(X, y)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)), whole.predict_proba(X),
                                atol=1e-12)
+
+
+def log_proba_of(seed, n_rows, n_classes):
+    rng = np.random.RandomState(seed)
+    return log_softmax(rng.normal(scale=2.0, size=(n_rows, n_classes)), axis=1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 60), st.integers(2, 4), st.booleans())
+def test_the_stacking_weight_maximises_the_mixtures_likelihood(seed, n_rows, n_classes,
+                                                                weighted):
+    """Within [0, 1], and no point of a fine grid mixes the two better (the
+    objective is concave, so the grid's best is within a step of it)."""
+    head, member = log_proba_of(seed, n_rows, n_classes), log_proba_of(seed + 1, n_rows, n_classes)
+    targets = np.random.RandomState(seed + 2).randint(n_classes, size=n_rows)
+    weights = np.random.RandomState(seed + 3).uniform(0.1, 2.0, n_rows) if weighted else None
+    pi = stacking_weight(head, member, targets, weights)
+    assert 0.0 <= pi <= 1.0
+
+    def mean_log_likelihood(p):
+        mixed = (1 - p) * np.exp(head) + p * np.exp(member)
+        return np.average(np.log(mixed[np.arange(n_rows), targets]), weights=weights)
+
+    grid = np.linspace(0.0, 1.0, 201)
+    assert mean_log_likelihood(pi) >= max(map(mean_log_likelihood, grid)) - 1e-6
+
+
+def test_a_member_better_on_every_row_takes_all_the_weight_and_a_worse_one_none():
+    head = log_proba_of(0, 30, 3)
+    targets = np.arange(30) % 3
+    better = head.copy()
+    better[np.arange(30), targets] += 0.1  # a higher probability of every row's class
+    better = log_softmax(better, axis=1)
+    assert stacking_weight(head, better, targets) == 1.0
+    assert stacking_weight(better, head, targets) == 0.0
 
 
 def semi_supervised(n_labeled, rule, seed=0, n_rows=900):
