@@ -18,7 +18,6 @@ import argparse
 import csv
 import json
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 from qmatch_sklearn import QMatchEncoder
 
+from ._harness import Store, timed
 from ._labels import labeled_rows
 
 CANDIDATES = [
@@ -104,30 +104,20 @@ def main():
         X, y, test_size=0.3, stratify=y, random_state=0
     )
     raw = [probe_accuracy(X_train, y_train, X_test, y_test, k) for k in SHOTS]
-    done = set()
-    if args.out.exists():
-        with args.out.open() as f:
-            done = {(r["config"], r["seed"]) for r in csv.DictReader(f)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    store = Store(args.out, FIELDS, ("config", "seed"))
+    done = store.done()
     for config in CANDIDATES:
         for seed in args.seeds:
-            key = (json.dumps(config, sort_keys=True), str(seed))
-            if key in done:
+            key = json.dumps(config, sort_keys=True)
+            if (key, str(seed)) in done:
                 continue
-            start = time.perf_counter()
-            encoder = QMatchEncoder(random_state=seed, device="cpu", **config).fit(X_train)
-            seconds = time.perf_counter() - start
+            encoder, seconds = timed(
+                QMatchEncoder(random_state=seed, device="cpu", **config).fit, X_train)
             Z_train, Z_test = encoder.transform(X_train), encoder.transform(X_test)
             accs = [probe_accuracy(Z_train, y_train, Z_test, y_test, k) for k in SHOTS]
-            new = not args.out.exists()
-            with args.out.open("a", newline="") as f:
-                writer = csv.DictWriter(f, FIELDS)
-                if new:
-                    writer.writeheader()
-                writer.writerow(dict(zip(FIELDS, [key[0], seed, *accs, round(seconds, 2),
-                                                   encoder.n_epochs_, encoder.best_epoch_],
-                                             strict=True)))
-            print(key[0], seed, [f"{a:.3f}" for a in accs], f"{seconds:.1f}s", flush=True)
+            store.append([dict(zip(FIELDS, [key, seed, *accs, seconds, encoder.n_epochs_,
+                                            encoder.best_epoch_], strict=True))])
+            print(key, seed, [f"{a:.3f}" for a in accs], f"{seconds:.1f}s", flush=True)
     with args.out.open() as f:
         write_report(list(csv.DictReader(f)), raw, args.out)
 
