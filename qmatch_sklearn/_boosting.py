@@ -145,7 +145,10 @@ def stacking_weight(head_log_proba, member_log_proba, targets, sample_weight=Non
     well, and it does not hand everything to the one whose likelihood is a
     little higher on a few dozen rows. The objective is concave in pi."""
     rows = np.arange(len(targets))
-    head, member = head_log_proba[rows, targets], member_log_proba[rows, targets]
+    if sample_weight is not None:  # a row of weight 0 counts for nothing, even at log(0)
+        rows = rows[np.asarray(sample_weight) > 0]
+        sample_weight = np.asarray(sample_weight)[rows]
+    head, member = head_log_proba[rows, targets[rows]], member_log_proba[rows, targets[rows]]
 
     def negative_log_likelihood(pi):
         with np.errstate(divide="ignore"):

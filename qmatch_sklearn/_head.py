@@ -94,8 +94,8 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     the unscaled features (each head's embedding coefficients multiplied by its
     w_k) and ``intercept_``, the average weight sum_k p_k w_k of the embedding
     block (1 when ``n_embedding`` is None), the heads' log-likelihoods as one
-    list per block weight (what ``fit`` returned there, for weighing them
-    against other members) and the heads' weights p, in that order.
+    list per block weight (what ``fit`` returned there) and the heads'
+    weights p, in the order ``fit`` returned the heads.
     """
     block_weights = (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
     heads, slots, scales = [], [], []

@@ -29,6 +29,7 @@ from qmatch_sklearn._boosting import (
     stacking_weight,
     tree_log_proba,
 )
+from qmatch_sklearn._head import EMBEDDING_WEIGHTS
 
 from .conftest import tiny_encoder_params
 
@@ -230,3 +231,67 @@ def test_one_labeled_row_of_a_class_or_sparse_input_tries_no_member():
     y_semi[120] = 1
     sparse = classifier().fit(sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X)), y_semi)
     assert sparse.boosted_trees_ is None
+
+
+def test_a_row_of_weight_zero_counts_for_nothing_even_at_log_zero():
+    with np.errstate(divide="ignore"):  # row 1: log(0) of its class
+        head = np.log(np.array([[0.5, 0.5], [1.0, 0.0], [0.5, 0.5]]))
+    member = np.log(np.array([[0.2, 0.8], [0.5, 0.5], [0.2, 0.8]]))
+    targets = np.array([1, 1, 1])
+    assert stacking_weight(head, member, targets, np.array([1.0, 0.0, 1.0])) == 1.0
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_member_is_stacked_against_the_heads_out_of_fold_average(monkeypatch, n_classes):
+    """The head's side of the stacking: every regression's (and self-trained twin's)
+    held-out decision scores, on the folds and at the C it was fitted with, averaged
+    with the heads' weights p, as the fitted head averages their coefficients."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    from qmatch_sklearn import _classifier
+    from qmatch_sklearn._self_training import self_trained_logistic
+
+    X, y = table(5, n_rows=90, n_classes=n_classes, missing=0.0)
+    rng = np.random.RandomState(5)
+    n_embedding = 3
+    features = np.c_[X, rng.normal(size=(len(y), n_embedding))]
+    unlabeled = np.c_[table(6, n_rows=200, n_classes=n_classes, missing=0.0)[0],
+                      rng.normal(size=(200, n_embedding))]
+    seen, fitted = {}, []
+    original_weigh, original_stack = _classifier.weigh_embedding_block, _classifier.stacking_weight
+
+    def weigh(fit, *args):
+        def spy(rows, unlabeled_rows):
+            heads = fit(rows, unlabeled_rows)
+            fitted.extend((rows, unlabeled_rows, model) for model, _ in heads)
+            return heads
+        result = original_weigh(spy, *args)
+        seen["p"] = result[-1]
+        return result
+
+    def stack(head_log_proba, *args):
+        seen["head"] = head_log_proba
+        return original_stack(head_log_proba, *args)
+
+    monkeypatch.setattr(_classifier, "weigh_embedding_block", weigh)
+    monkeypatch.setattr(_classifier, "stacking_weight", stack)
+    head = torch.nn.Linear(features.shape[1], n_classes)
+    _classifier.fit_logistic_head_(head, features, y, 0, n_embedding=n_embedding, inputs=X,
+                                   unlabeled=unlabeled)
+    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    expected = []
+    for rows, unlabeled_rows, model in fitted:
+        if hasattr(model, "C_"):
+            scores = cross_val_predict(LogisticRegression(C=float(model.C_), max_iter=1000),
+                                       rows, y, cv=folds, method="decision_function")
+            plain_C = float(model.C_)
+        else:  # the twin of the regression before it
+            scores = self_trained_logistic(plain_C, 1000, rows, y, unlabeled_rows, folds)[2]
+        expected.append(scores.reshape(len(y), -1))
+    assert len(expected) > len(EMBEDDING_WEIGHTS)  # some twin took part
+    average = sum(p_k * scores for p_k, scores in zip(seen["p"], expected, strict=True))
+    if n_classes == 2:
+        average = np.c_[np.zeros(len(y)), average]
+    np.testing.assert_allclose(seen["head"], log_softmax(average, axis=1), atol=1e-6)
