@@ -416,10 +416,10 @@ def write_report(csv_path, out_dir, data_home=None):
         lines += ["## The few-label head's use of the unlabeled rows (issue #31)", "",
                   "`QMatchClassifier()` before and after each change of the head, on the "
                   "same tables and seeds (the same pretrained encoder: the seeds are the "
-                  "same, and the head is fitted after pretraining). Gap: the change minus "
-                  "the head before it, per seed, mean ± std; ✗ below "
-                  f"-{TOLERANCE} points. Fit seconds: the change's mean over the head "
-                  "before it's (whole fits, pretraining included), from runs made under "
+                  "same, and the head is fitted after pretraining). Gap: each step minus "
+                  "the first column (the head before all of them), per seed, mean ± std; ✗ "
+                  f"below -{TOLERANCE} points. Fit seconds: each step's mean over the first "
+                  "column's (whole fits, pretraining included), from runs made under "
                   "different loads of the shared machine (tests and other benchmarks beside "
                   "them): read them as rough; the paired measurement below is the cost.", "",
                   *steps, ""]
