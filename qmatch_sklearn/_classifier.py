@@ -41,7 +41,7 @@ from ._head import (
     RandomInitMixin,
     weigh_embedding_block,
 )
-from ._self_training import self_trained_logistic, unlabeled_sample
+from ._self_training import plain_out_of_fold, self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 
 UNLABELED = -1
@@ -122,8 +122,8 @@ def fit_logistic_head_(
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if smallest >= 2 else 0.0
         if tries_member:
-            out_of_fold.append(_out_of_fold_scores(
-                float(model.C_), features, targets, folds, sample_weight
+            out_of_fold.append(plain_out_of_fold(
+                float(model.C_), LOGISTIC_MAX_ITER, features, targets, folds, sample_weight
             ))
         if not twins:
             return [(model, score)]
@@ -157,8 +157,9 @@ def fit_logistic_head_(
     # each slot holds the plain regression of one block weight, then its twin if any
     is_twin = np.concatenate([np.arange(len(slot)) > 0 for slot in slots])
     attributes = {"embedding_weight_": weight, "self_training_weight_": float(p[is_twin].sum())}
-    member = fit_boosted_member(inputs, targets, folds, seed, sample_weight) if (
-        tries_member) else None
+    member = None
+    if tries_member:
+        member = fit_boosted_member(inputs, targets, folds, seed, sample_weight)
     if member is not None:
         trees, temperature, member_log_proba = member
         head_scores = sum(p_k * scores for p_k, scores in zip(p, out_of_fold, strict=True))
@@ -173,23 +174,6 @@ def fit_logistic_head_(
                 boosting_temperature_=temperature,
             )
     return TrainingResult(History(), 0, 0, None), attributes
-
-
-def _out_of_fold_scores(C, features, targets, folds, sample_weight):
-    """The decision scores of a ``LogisticRegression(C)`` on each fold's held-out
-    rows, fitted on the rest: (n_rows, 1) for two classes, else (n_rows, n_classes)."""
-    scores = None
-    for train, test in folds.split(features, targets):
-        model = LogisticRegression(C=C, max_iter=LOGISTIC_MAX_ITER)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # as LogisticRegressionCV's
-            model.fit(features[train], targets[train],
-                      sample_weight=None if sample_weight is None else sample_weight[train])
-        decision = model.decision_function(features[test]).reshape(len(test), -1)
-        if scores is None:
-            scores = np.zeros((len(targets), decision.shape[1]))
-        scores[test] = decision
-    return scores
 
 
 def _converged(model):

@@ -48,10 +48,40 @@ def unlabeled_sample(n_unlabeled, seed):
 def _fit(C, max_iter, features, targets, sample_weight):
     model = LogisticRegression(C=C, max_iter=max_iter)
     with warnings.catch_warnings():
-        # at most max_iter iterations: a twin stopped short is scored as it is, and
-        # weighs little where that costs it likelihood
+        # at most max_iter iterations: a regression stopped short is scored as it is,
+        # and weighs little where that costs it likelihood
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(features, targets, sample_weight=sample_weight)
+
+
+def _rows(sample_weight, rows):
+    return None if sample_weight is None else sample_weight[rows]
+
+
+def out_of_fold(fit_fold, features, targets, folds):
+    """Each fold's model, ``fit_fold(train)``, with its held-out rows, and the
+    held-out rows' decision scores (``decision_function``; (n_rows, 1) for two
+    classes): ``([(model, test), ...], scores)``."""
+    fitted, scores = [], None
+    for train, test in folds.split(features, targets):
+        model = fit_fold(train)
+        decision = model.decision_function(features[test]).reshape(len(test), -1)
+        if scores is None:
+            scores = np.zeros((len(targets), decision.shape[1]))
+        scores[test] = decision
+        fitted.append((model, test))
+    return fitted, scores
+
+
+def plain_out_of_fold(C, max_iter, features, targets, folds, sample_weight=None):
+    """The held-out decision scores of a ``LogisticRegression(C)`` fitted on the
+    rest of each fold (:func:`out_of_fold`): the plain regression's side of the
+    comparison its twin gets from :func:`self_trained_logistic`."""
+    return out_of_fold(
+        lambda train: _fit(C, max_iter, features[train], targets[train],
+                           _rows(sample_weight, train)),
+        features, targets, folds,
+    )[1]
 
 
 def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
@@ -94,18 +124,14 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
     if not n_pseudo:
         return None
     labels = np.arange(targets.max() + 1)
-    scores, out_of_fold = [], None
-    for train, test in folds.split(features, targets):
-        fold_model, _ = self_train(
-            C, max_iter, features[train], targets[train], unlabeled,
-            None if sample_weight is None else sample_weight[train],
-        )
-        scores.append(-log_loss(
-            targets[test], fold_model.predict_proba(features[test]), labels=labels,
-            sample_weight=None if sample_weight is None else sample_weight[test],
-        ))
-        decision = fold_model.decision_function(features[test]).reshape(len(test), -1)
-        if out_of_fold is None:
-            out_of_fold = np.zeros((len(targets), decision.shape[1]))
-        out_of_fold[test] = decision
-    return model, float(np.mean(scores)), out_of_fold
+    fitted, scores = out_of_fold(
+        lambda train: self_train(C, max_iter, features[train], targets[train], unlabeled,
+                                 _rows(sample_weight, train))[0],
+        features, targets, folds,
+    )
+    log_likelihood = np.mean([
+        -log_loss(targets[test], fold_model.predict_proba(features[test]), labels=labels,
+                  sample_weight=_rows(sample_weight, test))
+        for fold_model, test in fitted
+    ])
+    return model, float(log_likelihood), scores
