@@ -26,11 +26,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from skorch.history import History
 
 from ._boosting import (
-    MIN_BOOSTING_ROWS,
     MIN_BOOSTING_WEIGHT,
     fit_boosted_member,
     stacking_weight,
     tree_log_proba,
+    tries_boosted_member,
 )
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet, TrainingResult
@@ -79,7 +79,9 @@ def fit_logistic_head_(
     others by the same averaging.
 
     With dense ``inputs`` (the labeled rows as the network reads them), at
-    least ``MIN_BOOSTING_ROWS`` of them and two in every class, gradient-boosted
+    least ``MIN_BOOSTING_ROWS`` of them, ``MIN_BOOSTING_ROWS_PER_CLASS`` per
+    class on average (:func:`~._boosting.tries_boosted_member`) and two in
+    every class, gradient-boosted
     trees on ``inputs`` (:func:`~._boosting.fit_boosted_member`, on the same
     folds) join the head: the predicted probabilities are
     (1 - pi) softmax(head) + pi p_trees, pi stacked
@@ -102,7 +104,7 @@ def fit_logistic_head_(
     unconverged = []
     twins = unlabeled is not None and folds is not None
     tries_member = (inputs is not None and not issparse(inputs) and folds is not None
-                    and len(targets) >= MIN_BOOSTING_ROWS)
+                    and tries_boosted_member(targets))
     out_of_fold = []  # with a member: each regression's held-out scores, in the heads' order
 
     def fit(features, unlabeled):
@@ -450,10 +452,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         chosen by cross-validation on the labeled rows (as
         ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``); beside the
         input features, an average of such regressions over weights of the
-        embedding block (``embedding_weight_``). From 50 labeled rows on,
-        gradient-boosted trees on the input features are mixed with that
-        average in the proportion whose out-of-fold predictions are likeliest
-        (stacking, ``boosting_weight_``).
+        embedding block (``embedding_weight_``). From 50 labeled rows on
+        (and 10 per class on average), gradient-boosted trees on the input
+        features are mixed with that average in the proportion whose
+        out-of-fold predictions are likeliest (stacking, ``boosting_weight_``).
         Fine-tuning,
         or an AdamW head, on a few dozen labeled rows with nothing to stop
         them overfit (``benchmarks/results/fewlabel.md``).
@@ -563,7 +565,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         regressions' share of the regressions' weight (0 to 1); 0.0 otherwise.
     boosting_weight_ : float
         With the closed-form head of ``freeze_encoder="auto"`` and at least
-        50 labeled rows, the weight of the gradient-boosted member
+        50 labeled rows (and 10 per class on average), the weight of the gradient-boosted member
         (``HistGradientBoostingClassifier`` on the input features, its
         log-odds divided by ``boosting_temperature_``) in the predicted
         probabilities, (1 - w) softmax(network) + w trees, w the weight whose

@@ -23,11 +23,13 @@ from qmatch_sklearn import (
 from qmatch_sklearn._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MIN_BOOSTING_ROWS,
+    MIN_BOOSTING_ROWS_PER_CLASS,
     boosting_model,
     export_trees,
     fit_boosted_member,
     stacking_weight,
     tree_log_proba,
+    tries_boosted_member,
 )
 from qmatch_sklearn._head import EMBEDDING_WEIGHTS
 
@@ -180,6 +182,31 @@ def test_below_the_minimum_of_labeled_rows_no_member_is_tried():
     model = classifier().fit(X, y_semi)
     assert model.boosting_weight_ == 0.0 and model.boosted_trees_ is None
     assert model.boosting_temperature_ == 1.0
+
+
+@pytest.mark.parametrize("n_rows, n_classes, tries", [
+    (MIN_BOOSTING_ROWS - 1, 2, False),
+    (MIN_BOOSTING_ROWS, 2, True),
+    (MIN_BOOSTING_ROWS, 5, True),
+    (MIN_BOOSTING_ROWS, 6, False),
+    (MIN_BOOSTING_ROWS_PER_CLASS * 10 - 1, 10, False),
+    (MIN_BOOSTING_ROWS_PER_CLASS * 10, 10, True),
+])
+def test_the_member_needs_enough_rows_in_all_and_per_class(n_rows, n_classes, tries):
+    targets = np.arange(n_rows) % n_classes
+    assert tries_boosted_member(targets) is tries
+
+
+def test_ten_classes_of_five_labeled_rows_try_no_member():
+    """Above MIN_BOOSTING_ROWS in all but under MIN_BOOSTING_ROWS_PER_CLASS a
+    class: the head is the linear one alone, however the trees would read it."""
+    def ten_cells(X):
+        return 5 * (X[:, 0] > 0) + np.digitize(X[:, 1], [-0.8, -0.25, 0.25, 0.8])
+
+    X, _, y_semi = semi_supervised(MIN_BOOSTING_ROWS_PER_CLASS * 10 - 10, ten_cells)
+    assert len(np.unique(y_semi[y_semi >= 0])) == 10
+    model = classifier().fit(X, y_semi)
+    assert model.boosting_weight_ == 0.0 and model.boosted_trees_ is None
 
 
 def test_the_probabilities_are_the_weighted_mixture_and_survive_saving():
