@@ -20,6 +20,9 @@ defaults:
 - ``qmatch_reg_raw``: the same on the raw table (numbers in their units with their NaN,
   categories as categories), which the library reads natively (issue #30).
 
+Seeds: 0-4 on every table, and 5-19 too on the two tables of 20 labeled rows (diabetes,
+penguin_mass) for every contender: there one seed's R² swings from -1.2 to 0.4.
+
 Scores: test R² (and RMSE in the target's unit). Results are appended to
 ``benchmarks/results/fewlabel_regression.csv``; (table, seed, contender) already there are
 skipped (``--again`` measures them anew: the report shows the newest row of each).
@@ -173,9 +176,11 @@ def report(csv, out):
         + " | qmatch_reg - best other | qmatch_reg_raw - qmatch_reg |",
         "| --- | --- | --- | " + " | ".join("---" for _ in CONTENDERS) + " | --- | --- |",
     ]
+    means = {}  # (table, contender): mean R² over its seeds
     for table in [t for t in TABLES if t in set(results["table"])]:
         part = results[results["table"] == table]
         pivot = part.pivot_table(index="seed", columns="contender", values="r2")
+        means.update({(table, c): pivot[c].mean() for c in pivot})
         cells = [mean_std(pivot[c].dropna(), 3) if c in pivot else "-" for c in CONTENDERS]
         raw = [c for c in OTHERS if c in pivot]
         gap = "-"
@@ -188,7 +193,23 @@ def report(csv, out):
         lines.append(f"| {table} | {TABLES[table].source} | {first['n_labeled']} / "
                      f"{first['n_unlabeled']} / {first['n_test']} | " + " | ".join(cells)
                      + f" | {gap} | {_raw_gap(part)} |")
+    lines += _mean_row(means)
     out.write_text("\n".join(lines) + "\n")
+
+
+def _mean_row(means):
+    """The mean over the tables every contender but ``qmatch_reg_raw`` has (the issue's
+    goal: ``qmatch_reg`` at or above the best other contender on it); no line without any."""
+    tables = dict.fromkeys(table for table, _ in means)
+    complete = [t for t in tables if all((t, c) in means for c in (*OTHERS, "qmatch_reg"))]
+    if not complete:
+        return []
+    mean = {c: np.mean([means[t, c] for t in complete]) if all((t, c) in means for t in complete)
+            else None for c in CONTENDERS}
+    best = max(OTHERS, key=mean.get)
+    cells = ["-" if mean[c] is None else f"{mean[c]:.3f}" for c in CONTENDERS]
+    return [f"| **mean of {len(complete)} tables** | | | " + " | ".join(cells)
+            + f" | {mean['qmatch_reg'] - mean[best]:+.3f} vs {best} | |"]
 
 
 def measure(contender, data, cell, smoke):
