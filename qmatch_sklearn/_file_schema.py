@@ -223,6 +223,15 @@ def _check_head(state, field):
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
         for name in ("target_mean_", "target_scale_"):
             _array(state, name, field(name), np.float64, (n_outputs,), finite=True)
+        # a file from before clip_predictions has no target range (and does not clip)
+        target_range = ("target_min_", "target_max_")
+        if state.get("clip_predictions") or any(name in state for name in target_range):
+            _refuse_first({name for name in target_range if name not in state}, field,
+                          lambda name: "clip_predictions needs target_min_ and target_max_.")
+            low, high = (_array(state, name, field(name), np.float64, (n_outputs,), finite=True)
+                         for name in target_range)
+            _require(np.all(low <= high), field("target_max_"),
+                     "target_max_ must be at least target_min_.")
         _flag(state, "_one_dimensional_y", field("_one_dimensional_y"))
         _require(not state["_one_dimensional_y"] or n_outputs == 1, field("_one_dimensional_y"),
                  "a one-dimensional target has one output.")
@@ -250,6 +259,8 @@ _HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embed
 _CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_",
                "self_training_weight_"}
 _REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "_one_dimensional_y"}
+#: A regressor's target range (``clip_predictions``), absent from files before it.
+_TARGET_RANGE = {"target_min_", "target_max_"}
 
 
 def allowed_attributes(cls):
@@ -261,12 +272,12 @@ def allowed_attributes(cls):
     names = set(_HEAD)
     takes_encoder = "encoder" in inspect.signature(cls.__init__).parameters
     names |= {"encoder_"} if takes_encoder else _MISSING
-    return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR)
+    return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR | _TARGET_RANGE)
 
 
 #: Parameters added since format 2, with the value that gives the models saved
 #: before they existed: a file (or pickle) without one loads with that value.
-ADDED_PARAMS = {"self_training": False}
+ADDED_PARAMS = {"self_training": False, "clip_predictions": False}
 
 
 def with_added_params(cls, params):

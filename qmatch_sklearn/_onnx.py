@@ -61,8 +61,10 @@ def serving_module(estimator):
             None if trees is None else _serving.Trees(trees, estimator.boosting_temperature_),
             estimator.boosting_weight_,
         ).eval()
-    return _serving.Regressor(scaled, network, estimator.target_mean_,
-                              estimator.target_scale_).eval()
+    clips = estimator.clip_predictions
+    return _serving.Regressor(scaled, network, estimator.target_mean_, estimator.target_scale_,
+                              estimator.target_min_ if clips else None,
+                              estimator.target_max_ if clips else None).eval()
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):

@@ -70,10 +70,13 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
 
 
 class _TargetScaling(NamedTuple):
-    """Per-output mean and scale of the labeled targets, and whether ``y`` was 1-D."""
+    """Per-output mean, scale, lowest and highest value of the labeled targets, and
+    whether ``y`` was 1-D."""
 
     mean: np.ndarray
     scale: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
     one_dimensional: bool
 
     def standardise(self, values):
@@ -95,7 +98,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     of ``freeze_encoder="auto"`` without validation is a ridge regression.
     """
 
-    _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss"})]}
+    _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss"})],
+                              "clip_predictions": ["boolean"]}
     _closed_form_head = RIDGE
 
     def __sklearn_tags__(self):
@@ -170,7 +174,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
                 "y has values too large to standardise in float64; rescale the targets."
             )
         scale[scale == 0] = 1.0  # a constant target is only centred
-        scaling = _TargetScaling(mean, scale, y.ndim == 1)
+        scaling = _TargetScaling(mean, scale, values[labeled].min(axis=0),
+                                 values[labeled].max(axis=0), y.ndim == 1)
         return labeled, scaling, scaling.standardise(values[labeled])
 
     def _validation_target_array(self, y_val):
@@ -213,6 +218,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         self.n_outputs_ = len(scaling.mean)
         self.target_mean_ = scaling.mean
         self.target_scale_ = scaling.scale
+        self.target_min_ = scaling.low
+        self.target_max_ = scaling.high
         self._one_dimensional_y = scaling.one_dimensional
 
     def predict(self, X):
@@ -227,10 +234,13 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
             The predicted targets, float64, in the units of ``y``; 1-D when
-            ``y`` was 1-D at fit.
+            ``y`` was 1-D at fit. With ``clip_predictions``, within
+            [``target_min_``, ``target_max_``].
         """
         outputs = self._network_outputs(X).astype(np.float64)
         y = outputs * self.target_scale_ + self.target_mean_
+        if self.clip_predictions:
+            y = np.clip(y, self.target_min_, self.target_max_)
         return y[:, 0] if self._one_dimensional_y else y
 
 
@@ -296,6 +306,15 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         What early stopping watches on the held-out rows: the mean squared
         error of the standardised targets (lower is better), averaged over
         the outputs.
+    clip_predictions : bool, default=True
+        Clip each predicted target to the range of its labeled values in
+        ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
+        predict by construction. A linear head on a few dozen labeled rows
+        extrapolates far from one high-leverage row: on one draw of the
+        few-label benchmark's diabetes table (20 labeled rows), the
+        unclipped ridge head's test R² was -1.2
+        (``benchmarks/results/fewlabel_regression.md``). False returns the
+        head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -347,6 +366,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
         ``target_scale_`` plus ``target_mean_``.
+    target_min_, target_max_ : ndarray of shape (n_outputs,)
+        The lowest and highest labeled value of each target; with
+        ``clip_predictions``, ``predict`` stays within them.
     history_ : skorch.History
         Supervised training history (``train_loss``, ``valid_loss``).
     n_epochs_ : int
@@ -419,6 +441,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         patience=32,
         validation_fraction="auto",
         scoring="loss",
+        clip_predictions=True,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -433,6 +456,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.scoring = scoring
+        self.clip_predictions = clip_predictions
         self.device = device
         self.precision = precision
         self.random_state = random_state
@@ -486,6 +510,15 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         What early stopping watches on the held-out rows: the mean squared
         error of the standardised targets (lower is better), averaged over
         the outputs.
+    clip_predictions : bool, default=True
+        Clip each predicted target to the range of its labeled values in
+        ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
+        predict by construction. A linear head on a few dozen labeled rows
+        extrapolates far from one high-leverage row: on one draw of the
+        few-label benchmark's diabetes table (20 labeled rows), the
+        unclipped ridge head's test R² was -1.2
+        (``benchmarks/results/fewlabel_regression.md``). False returns the
+        head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -523,6 +556,9 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
         ``target_scale_`` plus ``target_mean_``.
+    target_min_, target_max_ : ndarray of shape (n_outputs,)
+        The lowest and highest labeled value of each target; with
+        ``clip_predictions``, ``predict`` stays within them.
     history_ : skorch.History
         Supervised training history (``train_loss``, ``valid_loss``).
     n_epochs_ : int
@@ -592,6 +628,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         patience=32,
         validation_fraction="auto",
         scoring="loss",
+        clip_predictions=True,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -608,6 +645,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.scoring = scoring
+        self.clip_predictions = clip_predictions
         self.device = device
         self.precision = precision
         self.random_state = random_state

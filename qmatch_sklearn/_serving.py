@@ -103,16 +103,22 @@ class Classifier(nn.Module):
 
 
 class Regressor(nn.Module):
-    """Rows -> targets in their units (float64), one column per output."""
+    """Rows -> targets in their units (float64), one column per output, clipped to
+    ``[low, high]`` where those are given (``clip_predictions``)."""
 
-    def __init__(self, scaled, network, mean, scale):
+    def __init__(self, scaled, network, mean, scale, low=None, high=None):
         super().__init__()
         self.scaled, self.network = scaled, network
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float64))
         self.register_buffer("target_scale", torch.tensor(scale, dtype=torch.float64))
+        self.clips = low is not None
+        if self.clips:
+            self.register_buffer("low", torch.tensor(low, dtype=torch.float64))
+            self.register_buffer("high", torch.tensor(high, dtype=torch.float64))
 
     def forward(self, x):
-        return self.network(self.scaled(x)).to(torch.float64) * self.target_scale + self.mean
+        y = self.network(self.scaled(x)).to(torch.float64) * self.target_scale + self.mean
+        return torch.minimum(torch.maximum(y, self.low), self.high) if self.clips else y
 
 
 class Transformer(nn.Module):

@@ -103,6 +103,12 @@ EDITS = {
         "regressor", lambda e: e["attributes"].update(target_mean_={
             "__type__": "array", "dtype": "<f8", "shape": [3], "items": [0.0, 1.0, 2.0]}),
         None, "target_mean_"),
+    "a regressor that clips without its target range": (
+        "regressor", lambda e: e["attributes"].pop("target_max_"), None, "target_max_"),
+    "a target range upside down": (
+        "regressor", lambda e: e["attributes"].update(target_min_={
+            "__type__": "array", "dtype": "<f8", "shape": [1], "items": [1e9]}),
+        None, "target_max_"),
     "a parameter deleted (its default is another model)": (
         "encoder", lambda e: e["params"].pop("passthrough"), None, "passthrough"),
     "a parameter out of its range": (

@@ -1,6 +1,7 @@
 """QMatchRegressor and SupervisedMLPRegressor: NaN marks unlabeled rows, standardised
 targets, multi-output, every freeze_encoder mode, a fixed validation set, saving, NaN in X."""
 
+import json
 import pickle
 
 import joblib
@@ -8,6 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from safetensors import safe_open
+from safetensors.numpy import save_file
 from sklearn.base import is_regressor
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import RidgeCV
@@ -138,7 +141,52 @@ def test_auto_without_validation_fits_a_cross_validated_ridge_head(data):
     embeddings, labeled = reg.encoder_.transform(X), ~np.isnan(y_semi)
     ridge = RidgeCV(alphas=RIDGE_ALPHAS).fit(embeddings[labeled].astype(np.float64),
                                              y_semi[labeled])
-    np.testing.assert_allclose(reg.predict(X), ridge.predict(embeddings), rtol=1e-4, atol=1e-4)
+    expected = np.clip(ridge.predict(embeddings), y_semi[labeled].min(), y_semi[labeled].max())
+    np.testing.assert_allclose(reg.predict(X), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_predictions_are_clipped_to_the_labeled_range_unless_told_not_to(data):
+    """The same fit with and without clip_predictions: the clipped predictions are the
+    unclipped ones within [target_min_, target_max_], per output."""
+    X, y = data
+    Y = np.c_[y, -3.0 * y + 100.0]
+    Y_semi = np.where((np.arange(len(y)) % 10 == 0)[:, None], Y, np.nan)  # 40 labeled rows
+    clipped = _regressor(freeze_encoder="auto").fit(X, Y_semi)
+    free = _regressor(freeze_encoder="auto", clip_predictions=False).fit(X, Y_semi)
+    labeled = Y[::10]
+    np.testing.assert_array_equal(clipped.target_min_, labeled.min(axis=0))
+    np.testing.assert_array_equal(clipped.target_max_, labeled.max(axis=0))
+    unclipped = free.predict(X)
+    outside = (unclipped < labeled.min(axis=0)) | (unclipped > labeled.max(axis=0))
+    assert outside.any(axis=0).all()  # the test means something for both outputs
+    np.testing.assert_array_equal(
+        clipped.predict(X), np.clip(unclipped, labeled.min(axis=0), labeled.max(axis=0)))
+
+
+def test_models_saved_before_clipping_existed_load_and_predict_unclipped(data, tmp_path):
+    X, y = data
+    y_semi = np.where(np.arange(len(y)) % 10 == 0, y, np.nan)
+    model = _regressor(freeze_encoder="auto", clip_predictions=False).fit(X, y_semi)
+    path = tmp_path / "model.qmatch"
+    save(model, path)
+    with safe_open(path, framework="numpy") as file:
+        metadata = file.metadata()
+        tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
+    document = json.loads(metadata["document"])
+    del document["estimator"]["params"]["clip_predictions"]
+    for name in ("target_min_", "target_max_"):
+        del document["estimator"]["attributes"][name]
+    save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
+    restored = load(path)
+    assert restored.clip_predictions is False
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    state = model.__getstate__()
+    for name in ("clip_predictions", "target_min_", "target_max_"):
+        del state[name]
+    unpickled = pickle.loads(pickle.dumps(model))
+    unpickled.__setstate__(state)
+    assert unpickled.get_params()["clip_predictions"] is False
+    np.testing.assert_array_equal(unpickled.predict(X), model.predict(X))
 
 
 def test_auto_keeps_the_head_with_the_better_validation_loss(data):
