@@ -2,7 +2,6 @@
 the gap between clusters, held-out rows never label anything, and the classifier
 weighs the self-trained regressions by their held-out likelihood."""
 
-import json
 import pickle
 import warnings
 
@@ -10,8 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from safetensors import safe_open
-from safetensors.numpy import save_file
 from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
@@ -24,7 +21,7 @@ from qmatch_sklearn._self_training import (
     unlabeled_sample,
 )
 
-from .conftest import tiny_encoder_params
+from .conftest import forget_in_saved_file, tiny_encoder_params
 
 
 def _clusters(seed=0, n=400):
@@ -146,13 +143,7 @@ def test_models_saved_before_the_parameter_existed_load_without_self_training(wi
     model = _fit(X, y_semi)
     path = tmp_path / "model.qmatch"
     save(model, path)
-    with safe_open(path, framework="numpy") as file:
-        metadata = file.metadata()
-        tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
-    document = json.loads(metadata["document"])
-    del document["estimator"]["params"]["self_training"]
-    del document["estimator"]["attributes"]["self_training_weight_"]
-    save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
+    forget_in_saved_file(path, ["self_training"], ["self_training_weight_"])
     restored = load(path)
     assert restored.self_training is False and restored.self_training_weight_ == 0.0
     np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
