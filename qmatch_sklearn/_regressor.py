@@ -312,7 +312,8 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         predict by construction. A linear head on a few dozen labeled rows
         extrapolates far from one high-leverage row: on one draw of the
         few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head's test R² was -1.2
+        unclipped ridge head's test R² was -1.2, and clipping raised the
+        mean over 20 draws from 0.140 to 0.219
         (``benchmarks/results/fewlabel_regression.md``). False returns the
         head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
@@ -516,7 +517,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         predict by construction. A linear head on a few dozen labeled rows
         extrapolates far from one high-leverage row: on one draw of the
         few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head's test R² was -1.2
+        unclipped ridge head's test R² was -1.2, and clipping raised the
+        mean over 20 draws from 0.140 to 0.219
         (``benchmarks/results/fewlabel_regression.md``). False returns the
         head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
