@@ -372,13 +372,13 @@ def write_report(csv_path, out_dir, data_home=None):
         measured = pd.MultiIndex.from_frame(part[["table", "contender"]])
         others = frame[~frame["contender"].isin(EVERY_OURS)
                        & ~pd.MultiIndex.from_frame(frame[["table", "contender"]]).isin(measured)]
-        others = others.drop_duplicates(["table", "seed", "contender"])
+        part = pd.concat([part, others.drop_duplicates(["table", "seed", "contender"])])
         # on a table of ours, the others' rows of our seeds alone (the same label draws)
         seeds_of_ours = part.loc[part["contender"].isin(EVERY_OURS), ["table", "seed"]]
         drawn = pd.MultiIndex.from_frame(seeds_of_ours)
-        others = others[~others["table"].isin(seeds_of_ours["table"])
-                        | pd.MultiIndex.from_frame(others[["table", "seed"]]).isin(drawn)]
-        part = pd.concat([part, others])
+        part = part[part["contender"].isin(EVERY_OURS)
+                    | ~part["table"].isin(seeds_of_ours["table"])
+                    | pd.MultiIndex.from_frame(part[["table", "seed"]]).isin(drawn)]
         tables, rows, means, gaps = summary(part)
         mean, complete = mean_row(tables, means, gaps)
         header = ["Table", *CONTENDERS, "best raw", *(f"{c} − best raw" for c in OURS)]
