@@ -113,7 +113,14 @@ def test_the_regressor_predicts_alike_in_its_units(wine_with_nan):
                                      random_state=0, device="cpu"), X, targets)
     rows = X.astype(np.float32)
     (predicted,) = _run(to_onnx(regressor, rows), rows)
-    np.testing.assert_allclose(predicted, regressor.predict(rows), rtol=ATOL, atol=ATOL)
+    expected = regressor.predict(rows)
+    np.testing.assert_allclose(predicted, expected, rtol=ATOL, atol=ATOL)
+    # the clip binds on some rows (clip_predictions), and the graph drops it where told to
+    assert ((expected == regressor.target_min_) | (expected == regressor.target_max_)).any()
+    regressor.set_params(clip_predictions=False)
+    (unclipped,) = _run(to_onnx(regressor, rows), rows)
+    np.testing.assert_allclose(unclipped, regressor.predict(rows), rtol=ATOL, atol=ATOL)
+    assert not np.allclose(unclipped, predicted, rtol=ATOL, atol=ATOL)
 
 
 def test_a_pipeline_with_one_hot_categories_converts_whole(wine_with_nan):
