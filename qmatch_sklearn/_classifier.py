@@ -324,7 +324,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         )
         return per_class[targets]
 
-    def _keep_targets(self, label_encoder):
+    def _keep_targets(self, label_encoder, weights):
         self.classes_ = label_encoder.classes_
 
     def _encode_labels(self, y_labeled):

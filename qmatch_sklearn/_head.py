@@ -205,7 +205,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     :func:`weigh_embedding_block`, and whatever else the task's head keeps;
     ``_head_attributes`` gives them for the other heads), ``_monitors``
     (the history column early stopping watches for each ``scoring``) and
-    ``_keep_targets`` (the fitted attributes that decode predictions).
+    ``_keep_targets`` (the fitted attributes that decode predictions, from the
+    encoding and the labeled rows' weights).
     """
 
     #: The history column early stopping watches, for each ``scoring``.
@@ -290,7 +291,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         self.head_ = kind
         self.frozen_encoder_ = frozen
         self._shares_encoder_network = network[0] is encoder_network
-        self._keep_targets(encoding)
+        self._keep_targets(encoding, weights)
         return self
 
     def _warn_unused_training_params(self, n_labeled):

@@ -61,10 +61,9 @@ def serving_module(estimator):
             None if trees is None else _serving.Trees(trees, estimator.boosting_temperature_),
             estimator.boosting_weight_,
         ).eval()
-    clips = estimator.clip_predictions
+    low, high = estimator._target_range() if estimator.clip_predictions else (None, None)
     return _serving.Regressor(scaled, network, estimator.target_mean_, estimator.target_scale_,
-                              estimator.target_min_ if clips else None,
-                              estimator.target_max_ if clips else None).eval()
+                              low, high).eval()
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):

@@ -70,13 +70,12 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
 
 
 class _TargetScaling(NamedTuple):
-    """Per-output mean, scale, lowest and highest value of the labeled targets, and
-    whether ``y`` was 1-D."""
+    """Per-output mean and scale of the labeled targets, the labeled targets
+    themselves (n_labeled, n_outputs) and whether ``y`` was 1-D."""
 
     mean: np.ndarray
     scale: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
+    values: np.ndarray
     one_dimensional: bool
 
     def standardise(self, values):
@@ -174,8 +173,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
                 "y has values too large to standardise in float64; rescale the targets."
             )
         scale[scale == 0] = 1.0  # a constant target is only centred
-        scaling = _TargetScaling(mean, scale, values[labeled].min(axis=0),
-                                 values[labeled].max(axis=0), y.ndim == 1)
+        scaling = _TargetScaling(mean, scale, values[labeled], y.ndim == 1)
         return labeled, scaling, scaling.standardise(values[labeled])
 
     def _validation_target_array(self, y_val):
@@ -214,13 +212,26 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         # a regression self-trained on its own predictions is the same regression
         return fit_ridge_head_(head, embeddings, targets, sample_weight, n_embedding)
 
-    def _keep_targets(self, scaling):
+    def _keep_targets(self, scaling, weights):
         self.n_outputs_ = len(scaling.mean)
         self.target_mean_ = scaling.mean
         self.target_scale_ = scaling.scale
-        self.target_min_ = scaling.low
-        self.target_max_ = scaling.high
+        # the range of the labeled rows that count (a row of weight 0 is as good as absent)
+        counted = scaling.values if weights is None else scaling.values[weights > 0]
+        self.target_min_ = counted.min(axis=0)
+        self.target_max_ = counted.max(axis=0)
         self._one_dimensional_y = scaling.one_dimensional
+
+    def _target_range(self):
+        """(``target_min_``, ``target_max_``) for ``clip_predictions``; a clear error
+        for a model fitted before they existed."""
+        if not hasattr(self, "target_min_"):
+            raise ValueError(
+                f"This {type(self).__name__} was fitted before clip_predictions existed and "
+                "holds no range of its targets: refit it to clip its predictions, or set "
+                "clip_predictions=False."
+            )
+        return self.target_min_, self.target_max_
 
     def predict(self, X):
         """Predict the targets of each row.
@@ -240,7 +251,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         outputs = self._network_outputs(X).astype(np.float64)
         y = outputs * self.target_scale_ + self.target_mean_
         if self.clip_predictions:
-            y = np.clip(y, self.target_min_, self.target_max_)
+            y = np.clip(y, *self._target_range())
         return y[:, 0] if self._one_dimensional_y else y
 
 
@@ -312,8 +323,8 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         predict by construction. A linear head on a few dozen labeled rows
         extrapolates far from one high-leverage row: on one draw of the
         few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head's test R² was -1.2, and clipping raised the
-        mean over 20 draws from 0.140 to 0.219
+        unclipped ridge head of ``QMatchRegressor()`` scored a test R² of
+        -1.2, and clipping raised its mean over 20 draws from 0.140 to 0.219
         (``benchmarks/results/fewlabel_regression.md``). False returns the
         head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
@@ -366,9 +377,11 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     target_scale_ : ndarray of shape (n_outputs,)
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
-        ``target_scale_`` plus ``target_mean_``.
+        ``target_scale_`` plus ``target_mean_`` (clipped with
+        ``clip_predictions``).
     target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest labeled value of each target; with
+        The lowest and highest value of each target over the labeled rows of
+        ``y`` that weigh more than 0 (not ``y_val``); with
         ``clip_predictions``, ``predict`` stays within them.
     history_ : skorch.History
         Supervised training history (``train_loss``, ``valid_loss``).
@@ -517,8 +530,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         predict by construction. A linear head on a few dozen labeled rows
         extrapolates far from one high-leverage row: on one draw of the
         few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head's test R² was -1.2, and clipping raised the
-        mean over 20 draws from 0.140 to 0.219
+        unclipped ridge head of ``QMatchRegressor()`` scored a test R² of
+        -1.2, and clipping raised its mean over 20 draws from 0.140 to 0.219
         (``benchmarks/results/fewlabel_regression.md``). False returns the
         head's output as it is (targets that trend beyond the labeled rows).
     device : str, default="auto"
@@ -557,9 +570,11 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     target_scale_ : ndarray of shape (n_outputs,)
         Standard deviation of each target over the labeled rows (1 for a
         constant target); ``predict`` returns ``network_``'s output times
-        ``target_scale_`` plus ``target_mean_``.
+        ``target_scale_`` plus ``target_mean_`` (clipped with
+        ``clip_predictions``).
     target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest labeled value of each target; with
+        The lowest and highest value of each target over the labeled rows of
+        ``y`` that weigh more than 0 (not ``y_val``); with
         ``clip_predictions``, ``predict`` stays within them.
     history_ : skorch.History
         Supervised training history (``train_loss``, ``valid_loss``).

@@ -163,20 +163,40 @@ def test_predictions_are_clipped_to_the_labeled_range_unless_told_not_to(data):
 def test_models_saved_before_clipping_existed_load_and_predict_unclipped(data, tmp_path):
     X, y = data
     y_semi = np.where(np.arange(len(y)) % 10 == 0, y, np.nan)
-    model = _regressor(freeze_encoder="auto", clip_predictions=False).fit(X, y_semi)
+    model = _regressor(freeze_encoder="auto").fit(X, y_semi)
+    clipped = model.predict(X)
+    unclipped = model.set_params(clip_predictions=False).predict(X)
+    model.set_params(clip_predictions=True)
+    assert (clipped != unclipped).any()  # the clip binds: the old model must not clip
     path = tmp_path / "model.qmatch"
     save(model, path)
     forget_in_saved_file(path, ["clip_predictions"], ["target_min_", "target_max_"])
     restored = load(path)
     assert restored.clip_predictions is False
-    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    np.testing.assert_array_equal(restored.predict(X), unclipped)
+    with pytest.raises(ValueError, match="fitted before clip_predictions existed"):
+        restored.set_params(clip_predictions=True).predict(X)
     state = model.__getstate__()
     for name in ("clip_predictions", "target_min_", "target_max_"):
         del state[name]
-    unpickled = pickle.loads(pickle.dumps(model))
+    unpickled = QMatchRegressor.__new__(QMatchRegressor)  # as pickle builds an old model
     unpickled.__setstate__(state)
     assert unpickled.get_params()["clip_predictions"] is False
-    np.testing.assert_array_equal(unpickled.predict(X), model.predict(X))
+    assert not hasattr(unpickled, "target_min_")
+    np.testing.assert_array_equal(unpickled.predict(X), unclipped)
+
+
+def test_a_labeled_row_of_weight_zero_does_not_widen_the_range(data):
+    X, y = data
+    y_semi = np.where(np.arange(len(y)) % 10 == 0, y, np.nan)
+    y_semi[0] = 1e6  # labeled, weighs nothing
+    weights = np.ones(len(y))
+    weights[0] = 0.0
+    model = _regressor(freeze_encoder="auto").fit(X, y_semi, sample_weight=weights)
+    counted = y_semi[10::10]
+    assert model.target_min_ == pytest.approx([counted.min()])
+    assert model.target_max_ == pytest.approx([counted.max()])
+    assert model.predict(X).max() <= counted.max()
 
 
 def test_auto_keeps_the_head_with_the_better_validation_loss(data):
