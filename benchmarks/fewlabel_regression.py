@@ -181,6 +181,9 @@ def report(csv, out):
         part = results[results["table"] == table]
         pivot = part.pivot_table(index="seed", columns="contender", values="r2")
         means.update({(table, c): pivot[c].mean() for c in pivot})
+        # the goal's contenders on the seeds they all have
+        judged = [c for c in (*OTHERS, "qmatch_reg") if c in pivot]
+        means.update({(table, c): v for c, v in pivot[judged].dropna().mean().items()})
         cells = [mean_std(pivot[c].dropna(), 3) if c in pivot else "-" for c in CONTENDERS]
         raw = [c for c in OTHERS if c in pivot]
         gap = "-"
@@ -199,7 +202,8 @@ def report(csv, out):
 
 def _mean_row(means):
     """The mean over the tables every contender but ``qmatch_reg_raw`` has (the issue's
-    goal: ``qmatch_reg`` at or above the best other contender on it); no line without any."""
+    goal: ``qmatch_reg`` at or above the best other contender on it), each table's means
+    over the seeds those contenders share; no line without any."""
     tables = dict.fromkeys(table for table, _ in means)
     complete = [t for t in tables if all((t, c) in means for c in (*OTHERS, "qmatch_reg"))]
     if not complete:
