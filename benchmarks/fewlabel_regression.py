@@ -176,14 +176,15 @@ def report(csv, out):
         + " | qmatch_reg - best other | qmatch_reg_raw - qmatch_reg |",
         "| --- | --- | --- | " + " | ".join("---" for _ in CONTENDERS) + " | --- | --- |",
     ]
-    means = {}  # (table, contender): mean R² over its seeds
+    # (table, contender): mean R², over the seeds the goal's contenders share for them
+    # (qmatch_reg_raw: over its own)
+    means = {}
     for table in [t for t in TABLES if t in set(results["table"])]:
         part = results[results["table"] == table]
         pivot = part.pivot_table(index="seed", columns="contender", values="r2")
-        means.update({(table, c): pivot[c].mean() for c in pivot})
-        # the goal's contenders on the seeds they all have
         judged = [c for c in (*OTHERS, "qmatch_reg") if c in pivot]
-        means.update({(table, c): v for c, v in pivot[judged].dropna().mean().items()})
+        shared = pivot[judged].dropna()
+        means.update({(table, c): (shared if c in judged else pivot)[c].mean() for c in pivot})
         cells = [mean_std(pivot[c].dropna(), 3) if c in pivot else "-" for c in CONTENDERS]
         raw = [c for c in OTHERS if c in pivot]
         gap = "-"

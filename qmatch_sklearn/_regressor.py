@@ -166,15 +166,16 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
                 f"{type(self).__name__} needs at least 2 labeled rows (targets that are not "
                 f"NaN); got {len(labeled)} among {len(y)} rows."
             )
-        mean = values[labeled].mean(axis=0)
-        scale = values[labeled].std(axis=0)
+        labeled_values = values[labeled]
+        mean = labeled_values.mean(axis=0)
+        scale = labeled_values.std(axis=0)
         if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
             raise ValueError(
                 "y has values too large to standardise in float64; rescale the targets."
             )
         scale[scale == 0] = 1.0  # a constant target is only centred
-        scaling = _TargetScaling(mean, scale, values[labeled], y.ndim == 1)
-        return labeled, scaling, scaling.standardise(values[labeled])
+        scaling = _TargetScaling(mean, scale, labeled_values, y.ndim == 1)
+        return labeled, scaling, scaling.standardise(labeled_values)
 
     def _validation_target_array(self, y_val):
         y_val = check_array(
