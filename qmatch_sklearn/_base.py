@@ -306,7 +306,7 @@ class BasePretextEncoder(
         balance = self._embedding_balance() if self.passthrough else None
         X = check_features(self, X, reset=False)
         missing = self._missing_values_layer()
-        check_missing_columns(self, X, missing is not None)
+        X = self._fill_unseen_missing(X, missing is not None)
         Z = batched_forward(self.network_, X, self.device_, self._n_features_out)
         if balance is None:
             return Z
@@ -344,7 +344,7 @@ class BasePretextEncoder(
 
     def _missing_values_layer(self):
         """The network's :class:`~._missing.MissingValues` input layer, or None."""
-        return self.network_[0] if len(self.missing_features_) else None
+        return self.network_[0] if self._fitted_with_missing() else None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -20,6 +20,7 @@ most one category on, never two.
 """
 
 import contextlib
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from sklearn.utils.validation import (
 )
 
 from ._columns import column_position, name_positions
-from ._missing import indicated_features, missing_columns
+from ._missing import has_missing, indicated_features, missing_columns, zero_missing
 from ._scaling import fit_scaling
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
@@ -288,6 +289,33 @@ class TableInputMixin:
         origin = input_origin(self._input_widths())
         self.missing_features_ = origin[missing_columns(layer)]
         self.missing_indicators_ = origin[indicated_features(layer)]
+
+    def _fill_unseen_missing(self, X, fitted_with_missing):
+        """The network's input rows ``X`` to predict from, with a missing value
+        where the network has no input for one (no :class:`~._missing.MissingValues`
+        layer: the fit rows had none) read as 0, with a warning naming the columns.
+
+        0 in the network's units is the column's mean over the fit rows for a
+        standardised column (``_scaling.py``), the lower of its two values for a
+        two-valued one (as a missing category is a block of zeros), and the
+        implicit zero of sparse input. ``X`` itself when nothing is filled; a
+        copy otherwise."""
+        if fitted_with_missing or not has_missing(X):
+            return X
+        X, inputs = zero_missing(X)
+        columns = np.unique(input_origin(self._input_widths())[inputs])
+        names = getattr(self, "feature_names_in_", None)
+        described = [str(names[j]) if names is not None else int(j) for j in columns]
+        warnings.warn(
+            f"{type(self).__name__}: X has missing values (NaN) in column(s) {described}, "
+            "but the rows it was fitted on had none, so its network has no input for them: "
+            "they are read as the column's mean over the fit rows (the lower value of a "
+            "two-valued column). Fit on rows with missing values for the network to learn "
+            "from them, or impute upstream to choose the value.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return X
 
     def _indicators(self):
         """``missing_indicators_``; a model saved before it existed indicated

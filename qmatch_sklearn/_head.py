@@ -437,7 +437,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         and with ``return_rows`` the checked rows as the network read them."""
         check_is_fitted(self)
         X = check_features(self, X, reset=False)
-        check_missing_columns(self, X, self._fitted_with_missing())
+        X = self._fill_unseen_missing(X, self._fitted_with_missing())
         outputs = batched_forward(self.network_, X, self.device_, self._n_network_outputs())
         return (outputs, X) if return_rows else outputs
 
@@ -550,6 +550,3 @@ class RandomInitMixin(EncoderNetworkMixin):
 
     def _embedding_dim(self):
         return self.embedding_dim
-
-    def _fitted_with_missing(self):
-        return len(self.missing_features_) > 0

@@ -201,14 +201,29 @@ def has_missing(X):
 
 
 def check_missing_columns(estimator, X, fitted_with_missing):
-    """Raise a ValueError when ``X`` has missing values but the estimator's
-    network has no :class:`MissingValues` layer (it saw none at fit)."""
+    """Raise a ValueError when ``X`` (more rows to train on: validation rows, a
+    ``partial_fit`` chunk) has missing values but the estimator's network has no
+    :class:`MissingValues` layer (the rows it was built from had none)."""
     if not fitted_with_missing and has_missing(X):
         raise ValueError(
             f"X has missing values (NaN), but {type(estimator).__name__} was fitted on rows "
             "without any, so its network has no input for them. Fit it on rows that have "
             "missing values too, or impute them upstream (e.g. SimpleImputer)."
         )
+
+
+def zero_missing(X):
+    """A copy of the rows ``X`` (float32, dense or CSR) with each NaN replaced by 0,
+    and the columns that had one (sorted)."""
+    if sp.issparse(X):
+        X = X.copy()
+        isnan = np.isnan(X.data)
+        columns = np.unique(X.indices[isnan])
+        X.data[isnan] = 0.0
+        X.eliminate_zeros()
+        return X, columns
+    isnan = np.isnan(X)
+    return np.where(isnan, np.float32(0.0), X), np.flatnonzero(isnan.any(axis=0))
 
 
 def observed_mean_squares(prediction, target):

@@ -14,8 +14,8 @@ rows of numeric columns. What does not: native categorical columns (the ONNX inp
 is one numeric tensor: encode them upstream, with a ``OneHotEncoder`` in the
 pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` converter),
 and sparse input. The graph does not check its input as ``predict`` does: where
-``predict`` refuses a value (NaN for an estimator fitted without missing values,
-infinity), the graph computes with it.
+``predict`` refuses a value (infinity), the graph computes with it. NaN is read as
+``predict`` reads it, by an estimator fitted with missing values or without.
 Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
 """
 
@@ -48,7 +48,8 @@ def serving_module(estimator):
     center = getattr(estimator, "center_", None)
     n_features = estimator.n_features_in_
     scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
-                             np.ones(n_features) if center is None else estimator.scale_)
+                             np.ones(n_features) if center is None else estimator.scale_,
+                             fills_missing=not estimator._fitted_with_missing())
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":

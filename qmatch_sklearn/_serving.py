@@ -7,7 +7,7 @@ member's trees, the target's units. :func:`serving_module` writes all of it as
 torch operations, so that ``torch.onnx.export`` turns the fitted estimator into one
 plain ONNX graph (``_onnx.py``): the same arithmetic, not a re-implementation of
 the layers. The module reads the rows as the estimator's input, numeric columns
-only (NaN allowed where the estimator was fitted with missing values).
+only, NaN read as ``predict`` reads it.
 """
 
 import numpy as np
@@ -17,15 +17,21 @@ from torch import nn
 
 class Scaled(nn.Module):
     """``x -> (x - center) / scale`` in float64, as float32: the numeric map of
-    ``_scaling.py`` (identity for a model saved before it existed)."""
+    ``_scaling.py`` (identity for a model saved before it existed); with
+    ``fills_missing`` (a network without a missing-values layer) a NaN then
+    becomes 0, as ``predict`` reads it (``TableInputMixin._fill_unseen_missing``)."""
 
-    def __init__(self, center, scale):
+    def __init__(self, center, scale, fills_missing):
         super().__init__()
         self.register_buffer("center", torch.tensor(center, dtype=torch.float64))
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float64))
+        self.fills_missing = bool(fills_missing)
 
     def forward(self, x):
-        return ((x.to(torch.float64) - self.center) / self.scale).to(torch.float32)
+        rows = ((x.to(torch.float64) - self.center) / self.scale).to(torch.float32)
+        if self.fills_missing:
+            rows = torch.where(torch.isnan(rows), torch.zeros_like(rows), rows)
+        return rows
 
 
 class Trees(nn.Module):

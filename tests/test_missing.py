@@ -2,12 +2,14 @@
 missing entries, and every estimator fitted and used on rows with NaN."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from sklearn.base import clone
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
@@ -194,10 +196,57 @@ def test_classifiers_fit_predict_and_save_with_missing_values(classifier, wine, 
     np.testing.assert_array_equal(qmatch_sklearn.load(path).predict_proba(X), proba)
 
 
-def test_a_classifier_fitted_without_missing_values_refuses_them(wine):
+def test_a_classifier_fitted_without_missing_values_reads_them_as_the_column_mean(wine):
     X, y = wine
     classifier = SupervisedMLPClassifier(hidden_sizes=(16,), embedding_dim=8, max_epochs=2,
                                          random_state=0, device="cpu").fit(X, y)
     assert len(classifier.missing_features_) == 0
+    holes = with_holes(X, 0.1)
+    given = holes.copy()
+    with pytest.warns(UserWarning, match=r"missing values \(NaN\) in column\(s\) \[1, 2,"):
+        proba = classifier.predict_proba(holes)
+    np.testing.assert_array_equal(holes, given)  # the caller's rows are left as they were
+    filled = np.where(np.isnan(holes), classifier.center_, holes)
+    np.testing.assert_array_equal(proba, classifier.predict_proba(filled))
     with pytest.raises(ValueError, match=r"X has missing values.*SimpleImputer"):
-        classifier.predict(with_holes(X, 0.1))
+        clone(classifier).fit(X, y, X_val=holes[:20], y_val=y[:20])  # more rows to train on
+
+
+def test_a_raw_table_without_missing_values_at_fit_predicts_rows_with_them():
+    """The raw-DataFrame path: a column with NaN only at predict is read as its fit
+    mean (a standardised column) or its lower value (a two-valued one); a missing
+    category is a block of zeros, as ever. Column names are given in the warning."""
+    rng = np.random.default_rng(0)
+    n = 240
+    frame = pd.DataFrame({
+        "income": rng.normal(5e4, 1e4, n),
+        "owner": rng.choice([1.0, 2.0], n),
+        "region": pd.Categorical(rng.choice(["north", "south"], n)),
+    })
+    y = np.where(frame["income"] > 5e4, 1, 0)
+    y_semi = np.where(np.arange(n) % 4 == 0, y, -1)
+    classifier = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(), passthrough=True),
+                                  random_state=0, device="cpu").fit(frame, y_semi)
+    holes = frame.iloc[:6].copy()
+    holes.loc[[0, 3], "income"] = np.nan
+    holes.loc[[1], "owner"] = np.nan
+    holes.loc[[2], "region"] = np.nan
+    with pytest.warns(UserWarning, match=r"column\(s\) \['income', 'owner'\]"):
+        proba = classifier.predict_proba(holes)
+    assert np.isfinite(proba).all()
+    filled = holes.copy()
+    filled["income"] = filled["income"].fillna(frame["income"].mean())
+    filled["owner"] = filled["owner"].fillna(1.0)
+    np.testing.assert_allclose(classifier.predict_proba(filled), proba, rtol=1e-5, atol=1e-6)
+
+
+def test_an_encoder_fitted_without_missing_values_fills_them_in_sparse_rows_too(wine):
+    X, _ = wine
+    encoder = QMatchEncoder(**tiny_encoder_params(), passthrough=True).fit(X)
+    holes = sp.csr_matrix(with_holes(X, 0.1))
+    with pytest.warns(UserWarning, match="read as the column's mean"):
+        Z = encoder.transform(holes)
+    filled = np.where(np.isnan(holes.toarray()), encoder.center_, holes.toarray())
+    expected = encoder.transform(sp.csr_matrix(filled))
+    np.testing.assert_allclose(Z.toarray(), expected.toarray(), rtol=1e-6, atol=1e-6)
+    assert np.isnan(holes.data).any()  # the caller's matrix is left as it was

@@ -90,6 +90,33 @@ def test_the_classifier_with_nan_passthrough_and_trees_predicts_alike(dtype, win
     np.testing.assert_allclose(Z, encoder.transform(X), rtol=ATOL, atol=ATOL)
 
 
+def test_nan_unseen_at_fit_is_read_as_predict_reads_it(wine_with_nan):
+    """Fitted on rows without NaN (no missing-values layer), the classifier with its
+    trees, the encoder and the regressor read a NaN as ``predict`` does, not as NaN."""
+    X, y_semi, y = wine_with_nan
+    complete = ~np.isnan(X).any(axis=1)
+    rows = X.astype(np.float32)  # NaN in columns 2 and 9
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu"), X[complete], y_semi[complete])
+    assert clf.boosted_trees_ is not None and not len(clf.encoder_.missing_features_)
+    labels, proba = _run(to_onnx(clf, rows), rows)
+    with pytest.warns(UserWarning, match=r"column\(s\) \[2, 9\]"):
+        expected = clf.predict_proba(rows)
+    np.testing.assert_allclose(proba, expected, rtol=ATOL, atol=ATOL)
+    with pytest.warns(UserWarning, match="missing values"):
+        np.testing.assert_array_equal(labels, clf.predict(rows))
+    (Z,) = _run(to_onnx(clf.encoder_, rows), rows)
+    with pytest.warns(UserWarning, match="missing values"):
+        np.testing.assert_allclose(Z, clf.encoder_.transform(rows), rtol=ATOL, atol=ATOL)
+    regressor = _fit(SupervisedMLPRegressor(hidden_sizes=(16,), embedding_dim=8, max_epochs=3,
+                                            random_state=0, device="cpu"),
+                     X[complete], y[complete] * 10.0)
+    (predicted,) = _run(to_onnx(regressor, rows), rows)
+    with pytest.warns(UserWarning, match="missing values"):
+        np.testing.assert_allclose(predicted[:, 0], regressor.predict(rows), rtol=ATOL,
+                                   atol=ATOL)
+
+
 def test_string_labels_and_the_supervised_baselines(digits):
     X, y = digits
     names = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
