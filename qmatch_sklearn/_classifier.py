@@ -41,6 +41,7 @@ from ._head import (
     RandomInitMixin,
     weigh_embedding_block,
 )
+from ._label_spreading import spread_logistic
 from ._self_training import plain_out_of_fold, self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 
@@ -52,11 +53,16 @@ UNLABELED = -1
 LOGISTIC = "logistic"
 #: Iterations of the logistic head's solver (L-BFGS) for each C.
 LOGISTIC_MAX_ITER = 1000
+#: The twins a plain regression of the logistic head may get from the unlabeled rows,
+#: by the fitted attribute that says how much they counted: self-trained
+#: (``self_training=True``) and trained on spread labels (``label_spreading=True``).
+TWINS = {"self_training_weight_": self_trained_logistic,
+         "label_spreading_weight_": spread_logistic}
 
 
 def fit_logistic_head_(
     head, embeddings, targets, seed, sample_weight=None, n_embedding=None, inputs=None,
-    unlabeled=None,
+    unlabeled=None, twins=("self_training_weight_",),
 ):
     """Set ``head`` to a logistic regression on ``embeddings``; a
     :class:`TrainingResult` and the head's fitted attributes.
@@ -73,10 +79,12 @@ def fit_logistic_head_(
     so the softmax equals its sigmoid.
 
     With ``unlabeled`` (the features of unlabeled rows, scaled alike) and
-    cross-validation folds, each regression has a self-trained twin at its C
-    (:func:`~._self_training.self_trained_logistic`, self-training repeated in
-    every fold; none where no unlabeled row is confident), weighed against the
-    others by the same averaging.
+    cross-validation folds, each regression has a twin at its C for each of
+    ``twins`` (keys of :data:`TWINS`): self-trained
+    (:func:`~._self_training.self_trained_logistic`) or trained on labels spread
+    over the neighbour graph (:func:`~._label_spreading.spread_logistic`), the
+    pseudo-labelling repeated in every fold; none where no unlabeled row is
+    confident. The twins are weighed against the others by the same averaging.
 
     With dense ``inputs`` (the labeled rows as the network reads them), at
     least ``MIN_BOOSTING_ROWS`` of them, ``MIN_BOOSTING_ROWS_PER_CLASS`` per
@@ -90,8 +98,8 @@ def fit_logistic_head_(
     their weights, and the tempered trees') is likeliest.
 
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
-    regressions), ``self_training_weight_`` (the self-trained regressions'
-    share of the regressions' weight), ``boosting_weight_`` (pi),
+    regressions), each of ``twins`` (that kind of twin's share of the
+    regressions' weight), ``boosting_weight_`` (pi),
     ``boosted_trees_`` (the member's trees as arrays, None when pi is 0 or
     under ``MIN_BOOSTING_WEIGHT``) and ``boosting_temperature_``; without a
     member, only the first two (the others keep their
@@ -102,7 +110,9 @@ def fit_logistic_head_(
     if smallest >= 2:
         folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
     unconverged = []
-    twins = unlabeled is not None and folds is not None
+    if unlabeled is None or folds is None:
+        twins = ()
+    kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
     tries_member = (inputs is not None and not issparse(inputs) and folds is not None
                     and tries_boosted_member(targets))
     out_of_fold = []  # with a member: each regression's held-out scores, in the heads' order
@@ -127,18 +137,20 @@ def fit_logistic_head_(
             out_of_fold.append(plain_out_of_fold(
                 float(model.C_), LOGISTIC_MAX_ITER, features, targets, folds, sample_weight
             ))
-        if not twins:
-            return [(model, score)]
-        twin = self_trained_logistic(
-            float(model.C_), LOGISTIC_MAX_ITER, features, targets, unlabeled, folds, sample_weight
-        )
-        if twin is None:
-            return [(model, score)]
-        if tries_member:
-            out_of_fold.append(twin[2])
-        return [(model, score), twin[:2]]
+        heads = [(model, score)]
+        kinds.append(None)
+        for name in twins:
+            twin = TWINS[name](float(model.C_), LOGISTIC_MAX_ITER, features, targets,
+                               unlabeled, folds, sample_weight)
+            if twin is None:
+                continue
+            heads.append(twin[:2])
+            kinds.append(name)
+            if tries_member:
+                out_of_fold.append(twin[2])
+        return heads
 
-    coef, intercept, weight, slots, p = weigh_embedding_block(
+    coef, intercept, weight, _, p = weigh_embedding_block(
         fit, embeddings, n_embedding if smallest >= 2 else None, unlabeled
     )
     if unconverged:
@@ -156,9 +168,9 @@ def fit_logistic_head_(
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
         head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    # each slot holds the plain regression of one block weight, then its twin if any
-    is_twin = np.concatenate([np.arange(len(slot)) > 0 for slot in slots])
-    attributes = {"embedding_weight_": weight, "self_training_weight_": float(p[is_twin].sum())}
+    kinds = np.array(kinds, dtype=object)
+    attributes = {"embedding_weight_": weight,
+                  **{name: float(p[kinds == name].sum()) for name in twins}}
     member = None
     if tries_member:
         member = fit_boosted_member(inputs, targets, folds, seed, sample_weight)
@@ -243,7 +255,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     _head_attributes = {
         **BaseHeadEstimator._head_attributes,
         "boosting_weight_": 0.0, "boosted_trees_": None, "boosting_temperature_": 1.0,
-        "self_training_weight_": 0.0,
+        "self_training_weight_": 0.0, "label_spreading_weight_": 0.0,
     }
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
@@ -299,8 +311,14 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         self, head, embeddings, inputs, targets, seed, sample_weight, n_embedding, unlabeled
     ):
         return fit_logistic_head_(
-            head, embeddings, targets, seed, sample_weight, n_embedding, inputs, unlabeled
+            head, embeddings, targets, seed, sample_weight, n_embedding, inputs, unlabeled,
+            self._twins(),
         )
+
+    def _twins(self):
+        """The kinds of twin (keys of :data:`TWINS`) the closed-form head's
+        regressions get from the unlabeled rows."""
+        return ()
 
     def _class_weights(self, targets, label_encoder):
         if self.class_weight is None:
@@ -500,6 +518,16 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         on held-out labeled rows, self-training repeated inside each fold.
         ``self_training_weight_`` says how much it counted. The other heads
         ignore it.
+    label_spreading : bool, default=False
+        Whether each logistic regression of that head also gets a twin trained
+        on labels spread to the unlabeled rows (label spreading on their
+        7-nearest-neighbour graph in the head's features, Zhou et al., 2004;
+        the spread labels train the regression as in Iscen et al., 2019:
+        rows whose spread class probability is 0.75 or more take that class),
+        weighed like the self-trained twin, the spreading repeated inside each
+        fold. Where the classes are clusters of the embedding it labels whole
+        clusters from a few labels. ``label_spreading_weight_`` says how much
+        it counted. The other heads ignore it.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -563,6 +591,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     self_training_weight_ : float
         With ``self_training=True`` and the closed-form head, the self-trained
         regressions' share of the regressions' weight (0 to 1); 0.0 otherwise.
+    label_spreading_weight_ : float
+        With ``label_spreading=True`` and the closed-form head, the share of
+        the regressions trained on spread labels (0 to 1); 0.0 otherwise.
     boosting_weight_ : float
         With the closed-form head of ``freeze_encoder="auto"`` and at least
         50 labeled rows (and 10 per class on average), the weight of the gradient-boosted member
@@ -614,6 +645,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         **BaseHeadClassifier._parameter_constraints,
         **PRETRAINED_ENCODER_CONSTRAINTS,
         "self_training": ["boolean"],
+        "label_spreading": ["boolean"],
     }
 
     def __init__(
@@ -630,6 +662,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         scoring="loss",
         class_weight=None,
         self_training=True,
+        label_spreading=False,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -646,13 +679,19 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         self.scoring = scoring
         self.class_weight = class_weight
         self.self_training = self_training
+        self.label_spreading = label_spreading
         self.device = device
         self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
 
+    def _twins(self):
+        return tuple(name for name, wanted in (
+            ("self_training_weight_", self.self_training),
+            ("label_spreading_weight_", self.label_spreading)) if wanted)
+
     def _unlabeled_rows(self, X, labeled, seed):
-        if not self.self_training:
+        if not self._twins():
             return None
         rows = np.delete(np.arange(X.shape[0]), labeled)
         return X[rows[unlabeled_sample(len(rows), seed)]] if len(rows) else None

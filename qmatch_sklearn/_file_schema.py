@@ -195,7 +195,7 @@ def _check_head(state, field):
     if "head_" in state:
         _require(state["head_"] in HEADS, field("head_"),
                  f"head_ must be one of {HEADS}, got {state['head_']!r}.")
-    for name in ("embedding_weight_", "self_training_weight_"):
+    for name in ("embedding_weight_", "self_training_weight_", "label_spreading_weight_"):
         if name in state:
             _number(state, name, field(name), 0.0, 1.0)
     if "encoder_" in state:
@@ -257,7 +257,7 @@ _MISSING = {"missing_features_", "missing_indicators_"}
 _ENCODER = _COMMON | _MISSING | {"embedding_mean_", "embedding_scale_", "_n_features_out"}
 _HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_"}
 _CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_",
-               "self_training_weight_"}
+               "self_training_weight_", "label_spreading_weight_"}
 _REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "_one_dimensional_y"}
 #: A regressor's target range (``clip_predictions``), absent from files before it.
 _TARGET_RANGE = {"target_min_", "target_max_"}
@@ -277,7 +277,7 @@ def allowed_attributes(cls):
 
 #: Parameters added since format 2, with the value that gives the models saved
 #: before they existed: a file (or pickle) without one loads with that value.
-ADDED_PARAMS = {"self_training": False, "clip_predictions": False}
+ADDED_PARAMS = {"self_training": False, "clip_predictions": False, "label_spreading": False}
 
 
 def with_added_params(cls, params):

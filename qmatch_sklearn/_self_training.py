@@ -45,7 +45,7 @@ def unlabeled_sample(n_unlabeled, seed):
     return np.sort(rng.choice(n_unlabeled, MAX_UNLABELED_ROWS, replace=False))
 
 
-def _fit(C, max_iter, features, targets, sample_weight):
+def fit_logistic(C, max_iter, features, targets, sample_weight):
     model = LogisticRegression(C=C, max_iter=max_iter)
     with warnings.catch_warnings():
         # at most max_iter iterations: a regression stopped short is scored as it is,
@@ -78,7 +78,7 @@ def plain_out_of_fold(C, max_iter, features, targets, folds, sample_weight=None)
     rest of each fold (:func:`out_of_fold`): the plain regression's side of the
     comparison its twin gets from :func:`self_trained_logistic`."""
     return out_of_fold(
-        lambda train: _fit(C, max_iter, features[train], targets[train],
+        lambda train: fit_logistic(C, max_iter, features[train], targets[train],
                            _rows(sample_weight, train)),
         features, targets, folds,
     )[1]
@@ -89,7 +89,7 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
     and the number of pseudo-labeled rows of its last fit (0: it is the plain
     regression). Pseudo-labeled rows weigh as the labeled rows do on average."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    model = _fit(C, max_iter, features, targets, weights)
+    model = fit_logistic(C, max_iter, features, targets, weights)
     previous, n_pseudo = None, 0
     for _ in range(MAX_ROUNDS):
         proba = model.predict_proba(unlabeled)
@@ -101,7 +101,7 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
         ):
             break
         previous, n_pseudo = (confident, pseudo), len(confident)
-        model = _fit(
+        model = fit_logistic(
             C, max_iter, np.vstack([features, unlabeled[confident]]),
             np.r_[targets, pseudo], np.r_[weights, np.full(len(confident), weights.mean())],
         )
@@ -109,23 +109,34 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
 
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
-    """The self-trained regression on every labeled row, its mean
+    """The self-trained twin of the plain regression (:func:`self_train`), as
+    :func:`twin_logistic` returns it."""
+    return twin_logistic(self_train, C, max_iter, features, targets, unlabeled, folds,
+                         sample_weight)
+
+
+def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
+                  sample_weight=None):
+    """A twin of the plain regression that also learns from pseudo-labeled
+    ``unlabeled`` rows: ``train_twin(C, max_iter, features, targets, unlabeled,
+    sample_weight) -> (model, n_pseudo)`` (:func:`self_train`,
+    :func:`~._label_spreading.spread_and_fit`) on every labeled row, its mean
     cross-validated log-likelihood per row on ``folds`` and its out-of-fold
     decision scores (``decision_function`` of the held-out rows), or None when no
-    unlabeled row reaches ``THRESHOLD`` (it would be the plain regression, and
-    would count twice in the head's average): self-training repeated
+    unlabeled row was pseudo-labeled (it would be the plain regression, and
+    would count twice in the head's average): ``train_twin`` repeated
     inside each fold (the held-out rows neither train nor pseudo-label), scored
     as ``LogisticRegressionCV`` scores the plain regression, the mean over folds
     of minus the (weighted) log-loss of the held-out rows. ``C`` is the plain
     regression's, chosen on the same folds: the plain score is the best over the
-    Cs and so a little optimistic, the self-trained one is not, and a twin wins
+    Cs and so a little optimistic, the twin's is not, and a twin wins
     only where it predicts the held-out rows better all the same."""
-    model, n_pseudo = self_train(C, max_iter, features, targets, unlabeled, sample_weight)
+    model, n_pseudo = train_twin(C, max_iter, features, targets, unlabeled, sample_weight)
     if not n_pseudo:
         return None
     labels = np.arange(targets.max() + 1)
     fitted, scores = out_of_fold(
-        lambda train: self_train(C, max_iter, features[train], targets[train], unlabeled,
+        lambda train: train_twin(C, max_iter, features[train], targets[train], unlabeled,
                                  _rows(sample_weight, train))[0],
         features, targets, folds,
     )

@@ -220,7 +220,7 @@ def test_regressors_describe_parameters_as_their_classifier_twins(regressor, cla
     # classes have weights, and pseudo-labels (a regression self-trained on its own
     # predictions is the same regression); real-valued targets do not. Real-valued
     # predictions have a range to stay within; probabilities are in theirs already
-    classifier_only = {"class_weight", "self_training"}
+    classifier_only = {"class_weight", "self_training", "label_spreading"}
     regressor_only = {"clip_predictions"}
     assert [name for name in _signature_defaults(regressor) if name not in regressor_only] == [
         name for name in _signature_defaults(classifier) if name not in classifier_only]
