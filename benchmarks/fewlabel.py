@@ -336,7 +336,8 @@ def run_qmatch_clf(data, seed, smoke, **params):
                "head_best_epoch": classifier.best_epoch_, "head_n_epochs": classifier.n_epochs_,
                "embedding_weight": classifier.embedding_weight_,
                "boosting_weight": classifier.boosting_weight_,
-               "self_training_weight": classifier.self_training_weight_}
+               "self_training_weight": classifier.self_training_weight_,
+               "label_spreading_weight": classifier.label_spreading_weight_}
     return classifier.predict(data.Xp_test), details
 
 

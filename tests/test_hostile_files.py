@@ -134,6 +134,9 @@ EDITS = {
     "a self-training weight above 1": (
         "classifier", lambda e: e["attributes"].update(self_training_weight_=2.0), None,
         "self_training_weight_"),
+    "a label-spreading weight below 0": (
+        "classifier", lambda e: e["attributes"].update(label_spreading_weight_=-0.5), None,
+        "label_spreading_weight_"),
     "a device that does not exist": (
         "encoder", lambda e: e["attributes"].update(device_="os.system"), None, "device_"),
 }
