@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.semi_supervised import LabelSpreading
 
-from ._self_training import THRESHOLD, fit_logistic, twin_logistic
+from ._self_training import THRESHOLD, fit_logistic, pseudo_label_weights, twin_logistic
 
 #: Neighbours of each row in the graph and the clamping factor alpha (the share of a
 #: row's label that comes from its neighbours each step): scikit-learn's
@@ -62,14 +62,8 @@ def spread_and_fit(C, max_iter, features, targets, unlabeled, sample_weight=None
     """A ``LogisticRegression(C)`` fitted on the labeled rows and on the unlabeled rows
     whose spread class probability (:func:`spread_labels`) reaches ``THRESHOLD``,
     labeled with that class, and the number of such rows (0: it is the plain
-    regression).
-
-    The pseudo-labeled rows weigh as much in total as the labeled rows: C was
-    chosen for the labeled rows' loss, and a few thousand pseudo-labeled rows each
-    weighing as much as a labeled one would make the same C a much weaker penalty
-    (an overconfident regression, which the held-out likelihood then rejects;
-    on digits with 3% of the labels, its weight went from 0.002 to 1) and drown
-    the labels they came from."""
+    regression). The pseudo-labeled rows weigh as much in total as the labeled
+    rows (:func:`~._self_training.pseudo_label_weights`)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     proba = spread_labels(features, targets, unlabeled, sample_weight)
     confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)
@@ -78,7 +72,7 @@ def spread_and_fit(C, max_iter, features, targets, unlabeled, sample_weight=None
     model = fit_logistic(
         C, max_iter, np.vstack([features, unlabeled[confident]]),
         np.r_[targets, proba[confident].argmax(axis=1)],
-        np.r_[weights, np.full(len(confident), weights.sum() / len(confident))],
+        np.r_[weights, pseudo_label_weights(weights, len(confident))],
     )
     return model, len(confident)
 

