@@ -73,9 +73,9 @@ on 10-32 labeled rows one seed's accuracy swings by 5-10 points, and the best of
 contenders on five seeds is the luckiest as much as the best (of the other contenders,
 the one best on seeds 0-4 of those tables was not the best on seeds 5-19 on 4 of the 7).
 The report compares each configuration with the other contenders on that configuration's
-seeds alone. ``qmatch_clf_raw`` has no row for penguins seed 12: that draw's train rows hold
-no NaN and its test rows do, which an estimator fitted without missing values refuses (a
-clear error naming it; the preprocessed contenders read imputed rows).
+seeds alone. On penguins seed 12 the train rows hold no NaN and the test rows do: the raw
+call reads them as the columns' fit means (with a warning), as an estimator fitted without
+missing values does since commit 4adce42 (it refused them before, and that row was missing).
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python -m benchmarks.fewlabel \\
         --data-home ../shared/data
