@@ -201,6 +201,9 @@ HEAD_STEPS = (
      "qmatch_clf"),
     ("+ the trees stacked with the regressions (auto-v13)", "auto-v13", "qmatch_clf"),
     ("+ no trees under 10 labeled rows a class (auto-v14)", "auto-v14", "qmatch_clf"),
+    ("+ label-spreading twins (auto-v15, not adopted)", "auto-v15", "qmatch_clf"),
+    ("auto-v14 + pseudo-labels weigh as much as the labels (auto-v16)", "auto-v16",
+     "qmatch_clf"),
 )
 
 

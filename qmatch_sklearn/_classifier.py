@@ -514,8 +514,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         on them (self-training, Yarowsky, 1995, as scikit-learn's
         ``SelfTrainingClassifier``: unlabeled rows predicted with probability
         0.75 or more take that class, refitted until they no longer change, at
-        most 5 times), weighed against the plain regressions by its likelihood
-        on held-out labeled rows, self-training repeated inside each fold.
+        most 5 times; together they weigh as much as the labeled rows), weighed
+        against the plain regressions by its likelihood on held-out labeled
+        rows, self-training repeated inside each fold.
         ``self_training_weight_`` says how much it counted. The other heads
         ignore it.
     label_spreading : bool, default=False
@@ -526,7 +527,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         rows whose spread class probability is 0.75 or more take that class),
         weighed like the self-trained twin, the spreading repeated inside each
         fold. Where the classes are clusters of the embedding it labels whole
-        clusters from a few labels. ``label_spreading_weight_`` says how much
+        clusters from a few labels (image-like tables); elsewhere the held-out
+        likelihood of a few dozen labels does not always reject its confident
+        mistakes, hence off by default (the user guide's "Evaluation" page
+        gives the judge's numbers). ``label_spreading_weight_`` says how much
         it counted. The other heads ignore it.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...

@@ -9,7 +9,10 @@ threshold) lets the unlabeled rows shape the decision boundary:
 fit on the labeled rows, give every unlabeled row whose predicted class
 probability reaches ``THRESHOLD`` that class as its label, refit on both, and
 repeat until the pseudo-labels no longer change (at most ``MAX_ROUNDS`` refits),
-as scikit-learn's ``SelfTrainingClassifier`` does. Where the classes are clusters
+as scikit-learn's ``SelfTrainingClassifier`` does, except that the pseudo-labeled
+rows together weigh as much as the labeled rows (:func:`pseudo_label_weights`; Lee's
+loss likewise weighs its pseudo-label term against the labeled one by a
+coefficient). Where the classes are clusters
 that the embedding separates, the boundary moves into the gaps between them;
 where they are not, confident mistakes reinforce themselves. So the
 self-trained regression is never taken on faith: :func:`self_trained_logistic`
