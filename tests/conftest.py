@@ -17,6 +17,20 @@ threadpool_limits(1)
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def record_training_rows(monkeypatch, module, name):
+    """Replace ``module.name(C, max_iter, rows, ...)`` (a twin's pseudo-labelling fit)
+    by a spy that records a copy of ``rows`` at each call; the list of copies."""
+    seen = []
+    original = getattr(module, name)
+
+    def spy(C, max_iter, rows, *args, **kwargs):
+        seen.append(rows.copy())
+        return original(C, max_iter, rows, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 def forget_in_saved_file(path, params=(), attributes=()):
     """Delete ``params`` and fitted ``attributes`` from the estimator a
     ``qmatch_sklearn.save`` file at ``path`` holds: a file written before they existed."""

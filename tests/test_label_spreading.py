@@ -14,7 +14,7 @@ from sklearn.model_selection import StratifiedKFold
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _label_spreading, load, save
 from qmatch_sklearn._label_spreading import spread_and_fit, spread_labels, spread_logistic
 
-from .conftest import forget_in_saved_file, tiny_encoder_params
+from .conftest import forget_in_saved_file, record_training_rows, tiny_encoder_params
 
 
 def _blobs(seed=0, n=400):
@@ -84,14 +84,7 @@ def test_held_out_rows_never_spread_labels_in_their_fold(monkeypatch):
     targets = np.arange(30) % 3
     features[:, 0] += 4 * targets
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
-    seen = []
-    original = _label_spreading.spread_and_fit
-
-    def spy(C, max_iter, rows, *args, **kwargs):
-        seen.append(rows.copy())
-        return original(C, max_iter, rows, *args, **kwargs)
-
-    monkeypatch.setattr(_label_spreading, "spread_and_fit", spy)
+    seen = record_training_rows(monkeypatch, _label_spreading, "spread_and_fit")
     _, score, out_of_fold = spread_logistic(1.0, 1000, features, targets,
                                             rng.normal(size=(60, 3)) * 4 + 4, folds)
     splits = list(folds.split(features, targets))

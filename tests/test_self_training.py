@@ -21,7 +21,7 @@ from qmatch_sklearn._self_training import (
     unlabeled_sample,
 )
 
-from .conftest import forget_in_saved_file, tiny_encoder_params
+from .conftest import forget_in_saved_file, record_training_rows, tiny_encoder_params
 
 
 def _clusters(seed=0, n=400):
@@ -68,14 +68,7 @@ def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeyp
     features = rng.normal(size=(30, 3))
     targets = np.arange(30) % 3
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
-    seen = []
-    original = _self_training.self_train
-
-    def spy(C, max_iter, rows, *args, **kwargs):
-        seen.append(rows.copy())
-        return original(C, max_iter, rows, *args, **kwargs)
-
-    monkeypatch.setattr(_self_training, "self_train", spy)
+    seen = record_training_rows(monkeypatch, _self_training, "self_train")
     _, score, out_of_fold = self_trained_logistic(1.0, 1000, features, targets,
                                                   rng.normal(size=(50, 3)), folds)
     splits = list(folds.split(features, targets))
