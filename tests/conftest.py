@@ -1,4 +1,5 @@
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,17 @@ torch.set_num_threads(1)
 threadpool_limits(1)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def fit_tiny_classifier(X, y, **params):
+    """``QMatchClassifier`` on a tiny passthrough encoder, seeded, on the CPU, fitted
+    with its warnings silenced."""
+    from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                random_state=0, device="cpu", **params).fit(X, y)
 
 
 def record_training_rows(monkeypatch, module, name):

@@ -2,7 +2,6 @@
 graph label whole clusters, weigh as much as the labels in total, never come from a
 held-out row, and the classifier weighs the twin they train by its held-out likelihood."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -11,10 +10,10 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _label_spreading, load, save
+from qmatch_sklearn import _label_spreading, load, save
 from qmatch_sklearn._label_spreading import spread_and_fit, spread_labels, spread_logistic
 
-from .conftest import forget_in_saved_file, record_training_rows, tiny_encoder_params
+from .conftest import fit_tiny_classifier, forget_in_saved_file, record_training_rows
 
 
 def _blobs(seed=0, n=400):
@@ -101,17 +100,11 @@ def digits():
     return X, np.where(labeled, y, -1), y
 
 
-def _fit(X, y, **params):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
-                                random_state=0, device="cpu", **params).fit(X, y)
-
-
 def test_on_clustered_classes_the_spread_twin_takes_the_weight_and_helps(digits):
     X, y_semi, y = digits
     unlabeled = y_semi == -1
-    spread, plain = _fit(X, y_semi, label_spreading=True), _fit(X, y_semi)
+    spread = fit_tiny_classifier(X, y_semi, label_spreading=True)
+    plain = fit_tiny_classifier(X, y_semi)
     assert plain.label_spreading_weight_ == 0.0
     assert spread.label_spreading_weight_ > 0.5
     # the same encoder: only the twins differ
@@ -121,7 +114,8 @@ def test_on_clustered_classes_the_spread_twin_takes_the_weight_and_helps(digits)
 
 def test_models_saved_before_the_parameter_existed_load_without_it(digits, tmp_path):
     X, y_semi, _ = digits
-    model = _fit(X[:400], y_semi[:400], label_spreading=True, self_training=False)
+    model = fit_tiny_classifier(X[:400], y_semi[:400], label_spreading=True,
+                                self_training=False)
     path = tmp_path / "model.qmatch"
     save(model, path)
     np.testing.assert_array_equal(load(path).predict_proba(X), model.predict_proba(X))

@@ -3,7 +3,6 @@ the gap between clusters, held-out rows never label anything, and the classifier
 weighs the self-trained regressions by their held-out likelihood."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _self_training, load, save
+from qmatch_sklearn import _self_training, load, save
 from qmatch_sklearn._self_training import (
     MAX_UNLABELED_ROWS,
     self_train,
@@ -21,7 +20,7 @@ from qmatch_sklearn._self_training import (
     unlabeled_sample,
 )
 
-from .conftest import forget_in_saved_file, record_training_rows, tiny_encoder_params
+from .conftest import fit_tiny_classifier, forget_in_saved_file, record_training_rows
 
 
 def _clusters(seed=0, n=400):
@@ -116,28 +115,22 @@ def wine():
     return X, np.where(np.arange(len(y)) % 6 == 0, y, -1), y
 
 
-def _fit(X, y, **params):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
-                                random_state=0, device="cpu", **params).fit(X, y)
-
-
 def test_the_classifier_weighs_the_self_trained_regressions(wine):
     X, y_semi, y = wine
-    trained, plain = _fit(X, y_semi), _fit(X, y_semi, self_training=False)
+    trained = fit_tiny_classifier(X, y_semi)
+    plain = fit_tiny_classifier(X, y_semi, self_training=False)
     assert 0.0 <= trained.self_training_weight_ <= 1.0
     assert plain.self_training_weight_ == 0.0
     # the same encoder and the same plain regressions: only the self-trained twins differ
     np.testing.assert_array_equal(trained.encoder_.transform(X), plain.encoder_.transform(X))
     assert trained.score(X, y) >= plain.score(X, y) - 0.05
     # every row labeled: nothing to self-train on
-    assert _fit(X, y).self_training_weight_ == 0.0
+    assert fit_tiny_classifier(X, y).self_training_weight_ == 0.0
 
 
 def test_models_saved_before_the_parameter_existed_load_without_self_training(wine, tmp_path):
     X, y_semi, _ = wine
-    model = _fit(X, y_semi)
+    model = fit_tiny_classifier(X, y_semi)
     path = tmp_path / "model.qmatch"
     save(model, path)
     forget_in_saved_file(path, ["self_training"], ["self_training_weight_"])
