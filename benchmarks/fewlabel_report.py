@@ -191,12 +191,12 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
                           rows)
 
 
-#: The few-label head's changes of issue #31 as (label, config, contender), the first
-#: the head before them; each is compared with it on the same tables and seeds.
 #: The configuration of the library's defaults: the one compared with every contender
 #: (a later configuration may be a variant that was not adopted).
 DEFAULTS_CONFIG = "auto-v16"
 
+#: The few-label head's changes of issue #31 as (label, config, contender), the first
+#: the head before them; each is compared with it on the same tables and seeds.
 HEAD_STEPS = (
     ("before (auto-v10)", "auto-v10", "qmatch_clf"),
     ("+ self-training", "auto-v10", "qmatch_clf_selftrain"),

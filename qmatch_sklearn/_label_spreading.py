@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.semi_supervised import LabelSpreading
 
-from ._self_training import THRESHOLD, fit_logistic, pseudo_label_weights, twin_logistic
+from ._self_training import THRESHOLD, fit_logistic, fit_with_pseudo_labels, twin_logistic
 
 #: Neighbours of each row in the graph and the clamping factor alpha (the share of a
 #: row's label that comes from its neighbours each step): scikit-learn's
@@ -63,17 +63,14 @@ def spread_and_fit(C, max_iter, features, targets, unlabeled, sample_weight=None
     whose spread class probability (:func:`spread_labels`) reaches ``THRESHOLD``,
     labeled with that class, and the number of such rows (0: it is the plain
     regression). The pseudo-labeled rows weigh as much in total as the labeled
-    rows (:func:`~._self_training.pseudo_label_weights`)."""
+    rows (:func:`~._self_training.fit_with_pseudo_labels`)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     proba = spread_labels(features, targets, unlabeled, sample_weight)
     confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)
     if not len(confident):
         return fit_logistic(C, max_iter, features, targets, weights), 0
-    model = fit_logistic(
-        C, max_iter, np.vstack([features, unlabeled[confident]]),
-        np.r_[targets, proba[confident].argmax(axis=1)],
-        np.r_[weights, pseudo_label_weights(weights, len(confident))],
-    )
+    model = fit_with_pseudo_labels(C, max_iter, features, targets, weights,
+                                   unlabeled[confident], proba[confident].argmax(axis=1))
     return model, len(confident)
 
 

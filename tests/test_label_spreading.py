@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import _label_spreading, load, save
+from qmatch_sklearn import _label_spreading, _self_training, load, save
 from qmatch_sklearn._label_spreading import spread_and_fit, spread_labels, spread_logistic
 
 from .conftest import fit_tiny_classifier, forget_in_saved_file, record_training_rows
@@ -64,13 +64,13 @@ def test_pseudo_labeled_rows_weigh_as_much_in_total_as_the_labeled_rows(monkeypa
     features, targets, unlabeled, _ = _blobs()
     weights = np.array([2.0, 0.5])
     seen = {}
-    original = _label_spreading.fit_logistic
+    original = _self_training.fit_logistic
 
     def spy(C, max_iter, rows, labels, sample_weight):
         seen["weights"] = sample_weight
         return original(C, max_iter, rows, labels, sample_weight)
 
-    monkeypatch.setattr(_label_spreading, "fit_logistic", spy)
+    monkeypatch.setattr(_self_training, "fit_logistic", spy)
     _, n_pseudo = spread_and_fit(1.0, 1000, features, targets, unlabeled, weights)
     np.testing.assert_array_equal(seen["weights"][:2], weights)
     assert n_pseudo > 0 and len(seen["weights"]) == 2 + n_pseudo
