@@ -100,3 +100,32 @@ def test_partial_fit_continues_on_the_gpu(digits):
     encoder.partial_fit(X[:900]).partial_fit(X[900:])
     assert len(encoder.history_) == 2
     assert np.isfinite(encoder.transform(X)).all()
+
+
+def test_the_label_spreading_twin_and_its_weight_come_from_the_gpu(digits):
+    """Both twins (self-training, label spreading) fit on the GPU's embeddings; their
+    stacking weights are host floats and the probabilities are distributions."""
+    X, y = digits
+    labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(device="cuda")),
+                           label_spreading=True, device="cuda", random_state=0).fit(X, labels)
+    assert isinstance(clf.label_spreading_weight_, float)
+    assert 0.0 <= clf.label_spreading_weight_ <= 1.0
+    proba = clf.predict_proba(X)
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(axis=1), 1, atol=1e-5)
+    assert clf.score(X, y) > 0.5
+
+
+def test_nan_unseen_at_fit_is_filled_on_the_gpu_as_on_the_cpu(digits):
+    """A column with NaN only at predict reads as its fit mean, on the GPU too."""
+    X, y = digits
+    frame = pd.DataFrame(X[:, :20] * 1000.0 + 50.0, columns=[f"x{i}" for i in range(20)])
+    labels = np.where(np.arange(len(y)) % 5 == 0, y, -1)
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(device="cuda")),
+                           device="cuda", random_state=0).fit(frame, labels)
+    holes = frame.iloc[:8].copy()
+    holes.iloc[[0, 5], 3] = np.nan
+    with pytest.warns(UserWarning, match=r"column\(s\) \['x3'\]"):
+        proba = clf.predict_proba(holes)
+    filled = holes.fillna({"x3": frame["x3"].mean()})
+    np.testing.assert_allclose(clf.predict_proba(filled), proba, rtol=1e-4, atol=1e-5)
