@@ -32,6 +32,7 @@ from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples, column_groups
+from ._warnings import user_stacklevel
 
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
 #: embedding: each column's scale is then within about 1 / sqrt(2 * 8192) = 0.8% (one
@@ -269,7 +270,7 @@ class BasePretextEncoder(
             "keeps no optimiser, teacher or queue to continue, and its network is replaced. "
             "Train with partial_fit from the start to continue across chunks.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
     def _check_partial_params(self):

@@ -36,6 +36,7 @@ from sklearn.utils.validation import (
 from ._columns import column_position, name_positions
 from ._missing import has_missing, indicated_features, missing_columns, zero_missing
 from ._scaling import fit_scaling
+from ._warnings import user_stacklevel
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
 #: category (HistGradientBoostingClassifier's limit too).
@@ -313,7 +314,7 @@ class TableInputMixin:
             "two-valued column). Fit on rows with missing values for the network to learn "
             "from them, or impute upstream to choose the value.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return X
 

@@ -44,6 +44,7 @@ from ._head import (
 from ._label_spreading import spread_logistic
 from ._self_training import plain_out_of_fold, self_trained_logistic, unlabeled_sample
 from ._validation import check_features
+from ._warnings import user_stacklevel
 
 UNLABELED = -1
 #: The head a classifier fits in closed form (``freeze_encoder="auto"``
@@ -160,7 +161,7 @@ def fit_logistic_head_(
             "optimum. Pass freeze_encoder=True with X_val and y_val to train the head "
             "with AdamW and early stopping instead.",
             ConvergenceWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])

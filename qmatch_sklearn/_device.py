@@ -4,12 +4,14 @@ import warnings
 
 import torch
 
+from ._warnings import user_stacklevel
+
 
 def _unavailable(device, backend):
     warnings.warn(
         f"device={device!r} was requested but {backend} is not available; using the CPU.",
         UserWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
     return "cpu"
 

@@ -45,6 +45,7 @@ from ._distributed import (
 )
 from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
+from ._warnings import user_stacklevel
 
 #: Most rows per forward pass in ``transform``/``predict``: 1,024 rows keep the
 #: hidden activations small (2 MB a layer at width 512; 8,192 rows made a fit of
@@ -612,7 +613,7 @@ def _warn_if_suspect(name, guard, n_epochs, n_valid):
         "validation_fraction='auto' (early stopping on large data only) or None trains "
         "all max_epochs instead.",
         UserWarning,
-        stacklevel=5,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -632,7 +633,7 @@ def _outcome(name, guard, history, max_epochs, lr):
             f"{guard.diverged_epoch_}; training stopped and the weights of epoch {best} "
             f"were restored. A lower lr (it is {lr}) usually avoids this.",
             ConvergenceWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
         how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
     elif guard.monitor is None:

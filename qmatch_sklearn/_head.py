@@ -47,6 +47,7 @@ from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples
+from ._warnings import user_stacklevel
 from .methods import QMatchEncoder
 
 #: Heads every estimator can train: a linear layer on the frozen encoder
@@ -310,7 +311,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
                 "Pass X_val and y_val, or freeze_encoder=True or False, to train the head "
                 "with AdamW.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     def _train_head(self, kind, encoder_network, embedding_dim, data):

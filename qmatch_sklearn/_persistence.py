@@ -32,6 +32,7 @@ from ._file_schema import (
 )
 from ._networks import isolated_global_rng
 from ._version import __version__
+from ._warnings import user_stacklevel
 
 #: State key of the library version that wrote a pickle (or a :func:`save` file).
 VERSION_KEY = "_qmatch_sklearn_version"
@@ -99,7 +100,7 @@ class PersistenceMixin:
                 f"This {type(self).__name__} was saved with qmatch_sklearn {version} and "
                 f"is loaded with {__version__}; results may differ.",
                 InconsistentVersionWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         state = with_added_params(type(self), state)  # pickled before they existed
         weights = state.pop("network_", None)

@@ -16,6 +16,8 @@ import warnings
 
 import torch
 
+from ._warnings import user_stacklevel
+
 PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "auto")
 _AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
@@ -66,7 +68,7 @@ def resolve_precision(precision, device):
                 "(Intel AMX, AVX512-BF16): expect it slower than '32-true' "
                 "(benchmarks/results/throughput.md).",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
     return precision
 

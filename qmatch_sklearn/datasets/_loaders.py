@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
+from .._warnings import user_stacklevel
 from ._fetch import FILES, fetch_file, get_data_home
 
 ADULT_NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
@@ -258,7 +259,7 @@ def load_higgs(*, data_home=None, download_if_missing=True, as_frame=False):
             f"{FILES['higgs_sample'].path} is loaded. It is not suitable for the paper-scale "
             "protocol (98k pretext + 500k test rows); use it for smoke tests only.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     path = fetch_file(key, home, download_if_missing)
     data, target = _read_numeric_csv(path, n_columns=29, **_HIGGS_LAYOUTS[key])

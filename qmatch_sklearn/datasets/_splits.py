@@ -20,6 +20,7 @@ from sklearn.preprocessing import (
 )
 from sklearn.utils import Bunch, check_random_state
 
+from .._warnings import user_stacklevel
 from ._loaders import ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERIC, LOADERS
 
 
@@ -255,7 +256,7 @@ def _row_sets(name, config, is_test, random_state):
             f"scaled by {scale:.4g}: {sizes}. Results on these splits are not comparable "
             "with the paper's.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     empty = [split for split, r in rows.items() if len(r) == 0]
     if empty:
