@@ -252,13 +252,41 @@ def head_steps(frame, steps=HEAD_STEPS):
     return markdown_table(header, rows)
 
 
-def paired_timing(csv_path):
-    """Rows of ``qmatch_clf`` against ``qmatch_clf_plain`` fitted one after the other in
-    one run (``fewlabel_timing.csv``): mean fit seconds, their per-seed ratio and the
-    accuracy gap; empty when the file is absent."""
-    if not Path(csv_path).exists():
+#: The defaults' rows under float32 (this machine) and under bf16 autocast (a machine
+#: whose CPU has AMX, where ``precision="auto"`` picks it): (config, label) pairs.
+PRECISIONS = (("auto-v16", "float32"), ("auto-v16-bf16", "bf16 autocast"))
+
+
+def precision_pairs(frame, pairs=PRECISIONS, contender="qmatch_clf"):
+    """Per table, ``contender``'s accuracy under each precision of ``pairs`` on the seeds
+    both have, and the per-seed gap (the second minus the first); empty when no seed
+    has both."""
+    (first, first_label), (second, second_label) = pairs
+    runs = [frame[(frame["config"] == config) & (frame["contender"] == contender)]
+            .drop_duplicates(["table", "seed"]).set_index(["table", "seed"])["accuracy"]
+            for config, _ in pairs]
+    both = pd.concat(runs, axis=1, keys=[first, second]).dropna()
+    rows = []
+    for table in [t for t in TABLES if t in set(both.index.get_level_values("table"))]:
+        pair = both.loc[table]
+        rows.append([table, mean_std(pair[first]), mean_std(pair[second]),
+                     mean_std(pair[second] - pair[first], signed=True)])
+    if not rows:
         return []
+    return markdown_table(["Table", f"{first_label} (`{first}`)", f"{second_label} (`{second}`)",
+                           "gap"], rows)
+
+
+def paired_timing(csv_path):
+    """The last config's rows of ``qmatch_clf`` against ``qmatch_clf_plain`` fitted one
+    after the other in one run (``fewlabel_timing.csv``), and that config: mean fit
+    seconds, their per-seed ratio and the accuracy gap; ``([], None)`` when the file is
+    absent."""
+    if not Path(csv_path).exists():
+        return [], None
     frame = pd.read_csv(csv_path)
+    config = frame["config"].iloc[-1]
+    frame = frame[frame["config"] == config]
     rows, ratios = [], []
     for table in [t for t in TABLES if t in set(frame["table"])]:
         pair = frame[frame["table"] == table].pivot_table(
@@ -273,7 +301,7 @@ def paired_timing(csv_path):
     rows.append(["**all runs**", "", "", f"{np.mean(ratios):.2f} (max {np.max(ratios):.2f})",
                  ""])
     return markdown_table(["Table", "self_training=True s", "self_training=False s",
-                           "ratio", "accuracy gap"], rows)
+                           "ratio", "accuracy gap"], rows), config
 
 
 def table_descriptions(frame, data_home):
@@ -441,10 +469,19 @@ def write_report(csv_path, out_dir, data_home=None):
                   "different loads of the shared machine (tests and other benchmarks beside "
                   "them): read them as rough; the paired measurement below is the cost.", "",
                   *steps, ""]
-    timing = paired_timing(Path(csv_path).parent / "fewlabel_timing.csv")
+    precision = precision_pairs(frame)
+    if precision:
+        lines += ["### The defaults under bf16 autocast and float32", "",
+                  "`QMatchClassifier()` on the same draws: float32 on this machine "
+                  "(AMD EPYC without bf16 units), bf16 autocast on the 16-core Intel Xeon "
+                  "(AMX) of a lent GPU machine with CUDA hidden, one thread per fit, where "
+                  '`precision="auto"` picks bf16 for pretraining (the closed-form head '
+                  "fits in float64 either way). Gap: bf16 minus float32, per seed.", "",
+                  *precision, ""]
+    timing, timing_config = paired_timing(Path(csv_path).parent / "fewlabel_timing.csv")
     if timing:
         lines += ["### The cost of self-training, paired", "",
-                  "`fewlabel_timing.csv`: `QMatchClassifier()` (auto-v12) with "
+                  f"`fewlabel_timing.csv`: `QMatchClassifier()` ({timing_config}) with "
                   "`self_training=True` and `False` fitted one after the other in one run, "
                   "seeds 0 and 1, diamonds left out (its 300 s of pretraining would hide the "
                   "head's cost); the run shared the machine with one other one-thread job.",
