@@ -73,3 +73,32 @@ def test_labeled_rows_are_stratified_with_a_floor():
     rows = _fewlabel_tables.labeled_rows(y, seed=0)
     assert np.bincount(y[rows]).tolist() == [9, 5, 5]  # 1% of 1,000, at least 5 per class
     assert len(np.unique(rows)) == len(rows)
+
+
+def _rows(config, contender, accuracies, table="wine", **extra):
+    return [{"table": table, "seed": seed, "config": config, "contender": contender,
+             "accuracy": accuracy, **extra} for seed, accuracy in enumerate(accuracies)]
+
+
+def test_precisions_are_paired_on_the_seeds_both_have():
+    frame = pd.DataFrame(_rows("auto-v16", "qmatch_clf", [80.0, 82.0, 90.0])
+                         + _rows("auto-v16-bf16", "qmatch_clf", [81.0, 81.0])
+                         + _rows("auto-v16-bf16", "logreg", [10.0, 10.0, 10.0]))
+    header, _, row = fewlabel_report.precision_pairs(frame)
+    assert "float32 (`auto-v16`)" in header and "bf16 autocast (`auto-v16-bf16`)" in header
+    # seed 2 has float32 alone: left out of both columns and of the gap
+    assert row == "| wine | 81.00 ± 1.41 (2) | 81.00 ± 0.00 (2) | +0.00 ± 1.41 (2) |"
+    assert fewlabel_report.precision_pairs(frame[frame["config"] == "auto-v16"]) == []
+
+
+def test_the_paired_timing_reads_the_last_config_alone(tmp_path):
+    frame = pd.DataFrame(
+        _rows("auto-v12", "qmatch_clf", [50.0], fit_seconds=9.0)
+        + _rows("auto-v12", "qmatch_clf_plain", [50.0], fit_seconds=3.0)
+        + _rows("auto-v16", "qmatch_clf", [52.0, 54.0], fit_seconds=2.2)
+        + _rows("auto-v16", "qmatch_clf_plain", [50.0, 50.0], fit_seconds=2.0))
+    frame.to_csv(tmp_path / "fewlabel_timing.csv", index=False)
+    lines, config = fewlabel_report.paired_timing(tmp_path / "fewlabel_timing.csv")
+    assert config == "auto-v16"
+    assert lines[2] == "| wine | 2.2 | 2.0 | 1.10 (max 1.10) | +3.00 ± 1.41 (2) |"
+    assert fewlabel_report.paired_timing(tmp_path / "absent.csv") == ([], None)
