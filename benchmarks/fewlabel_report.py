@@ -484,7 +484,8 @@ def write_report(csv_path, out_dir, data_home=None):
                   f"`fewlabel_timing.csv`: `QMatchClassifier()` ({timing_config}) with "
                   "`self_training=True` and `False` fitted one after the other in one run, "
                   "seeds 0 and 1, diamonds left out (its 300 s of pretraining would hide the "
-                  "head's cost); only light work ran beside it (editing, a report, a few seconds of tests).",
+                  "head's cost); only light work ran beside it (editing, a report, a few "
+                  "seconds of tests).",
                   "", *timing, ""]
     (out_dir / "fewlabel.md").write_text("\n".join(lines))
 
