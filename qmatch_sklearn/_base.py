@@ -1,6 +1,5 @@
 """The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
-import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -32,7 +31,7 @@ from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples, column_groups
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
 #: embedding: each column's scale is then within about 1 / sqrt(2 * 8192) = 0.8% (one
@@ -265,12 +264,11 @@ class BasePretextEncoder(
                 "continues. Call partial_fit on an unfitted clone (sklearn.base.clone) to "
                 "train chunk by chunk from the start."
             )
-        warnings.warn(
+        warn(
             f"partial_fit on a {type(self).__name__} fitted with fit starts a new run: fit "
             "keeps no optimiser, teacher or queue to continue, and its network is replaced. "
             "Train with partial_fit from the start to continue across chunks.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
 
     def _check_partial_params(self):

@@ -20,7 +20,6 @@ most one category on, never two.
 """
 
 import contextlib
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -36,7 +35,7 @@ from sklearn.utils.validation import (
 from ._columns import column_position, name_positions
 from ._missing import has_missing, indicated_features, missing_columns, zero_missing
 from ._scaling import fit_scaling
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
 #: category (HistGradientBoostingClassifier's limit too).
@@ -307,14 +306,13 @@ class TableInputMixin:
         columns = np.unique(input_origin(self._input_widths())[inputs])
         names = getattr(self, "feature_names_in_", None)
         described = [str(names[j]) if names is not None else int(j) for j in columns]
-        warnings.warn(
+        warn(
             f"{type(self).__name__}: X has missing values (NaN) in column(s) {described}, "
             "but the rows it was fitted on had none, so its network has no input for them: "
             "they are read as the column's mean over the fit rows (the lower value of a "
             "two-valued column). Fit on rows with missing values for the network to learn "
             "from them, or impute upstream to choose the value.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
         return X
 

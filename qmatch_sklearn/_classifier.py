@@ -44,7 +44,7 @@ from ._head import (
 from ._label_spreading import spread_logistic
 from ._self_training import plain_out_of_fold, self_trained_logistic, unlabeled_sample
 from ._validation import check_features
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 UNLABELED = -1
 #: The head a classifier fits in closed form (``freeze_encoder="auto"``
@@ -155,13 +155,12 @@ def fit_logistic_head_(
         fit, embeddings, n_embedding if smallest >= 2 else None, unlabeled
     )
     if unconverged:
-        warnings.warn(
+        warn(
             f"The logistic head (C={unconverged[0]:g}) did not converge in "
             f"{LOGISTIC_MAX_ITER} iterations, so its weights are not the regression's "
             "optimum. Pass freeze_encoder=True with X_val and y_val to train the head "
             "with AdamW and early stopping instead.",
             ConvergenceWarning,
-            stacklevel=user_stacklevel(),
         )
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])

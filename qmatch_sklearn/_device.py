@@ -1,17 +1,14 @@
 """Where the networks run: one place that turns ``device="auto"`` into a torch device."""
 
-import warnings
-
 import torch
 
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 
 def _unavailable(device, backend):
-    warnings.warn(
+    warn(
         f"device={device!r} was requested but {backend} is not available; using the CPU.",
         UserWarning,
-        stacklevel=user_stacklevel(),
     )
     return "cpu"
 

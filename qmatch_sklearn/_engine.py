@@ -21,7 +21,6 @@ device placement. We change what matters for tabular self-supervision:
 import contextlib
 import functools
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +44,7 @@ from ._distributed import (
 )
 from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 #: Most rows per forward pass in ``transform``/``predict``: 1,024 rows keep the
 #: hidden activations small (2 MB a layer at width 512; 8,192 rows made a fit of
@@ -608,12 +607,11 @@ def _warn_if_suspect(name, guard, n_epochs, n_valid):
         why = f"kept epoch {best} of {n_epochs}: the validation {guard.monitor} never improved"
     else:
         return
-    warnings.warn(
+    warn(
         f"{name} {why}, which is more likely noise than a finished network. "
         "validation_fraction='auto' (early stopping on large data only) or None trains "
         "all max_epochs instead.",
         UserWarning,
-        stacklevel=user_stacklevel(),
     )
 
 
@@ -628,12 +626,11 @@ def _outcome(name, guard, history, max_epochs, lr):
                 f"{guard.diverged_epoch_}, and no earlier epoch was finite. Lower lr "
                 f"(it is {lr})."
             )
-        warnings.warn(
+        warn(
             f"{name}: the loss or the weights became non-finite at epoch "
             f"{guard.diverged_epoch_}; training stopped and the weights of epoch {best} "
             f"were restored. A lower lr (it is {lr}) usually avoids this.",
             ConvergenceWarning,
-            stacklevel=user_stacklevel(),
         )
         how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
     elif guard.monitor is None:

@@ -16,7 +16,6 @@ builds the same network from random weights (the supervised baselines).
 
 import copy
 import inspect
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +46,7 @@ from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import check_features, check_two_samples
-from ._warnings import user_stacklevel
+from ._warnings import warn
 from .methods import QMatchEncoder
 
 #: Heads every estimator can train: a linear layer on the frozen encoder
@@ -304,14 +303,13 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             if name in defaults and not _same(getattr(self, name), defaults[name].default)
         ]
         if unused:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: {', '.join(unused)} not used. With {n_labeled} "
                 "labeled rows there is no validation set, so freeze_encoder='auto' fits the "
                 f"head in closed form (head_ = {self._closed_form_head!r}), without epochs. "
                 "Pass X_val and y_val, or freeze_encoder=True or False, to train the head "
                 "with AdamW.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
 
     def _train_head(self, kind, encoder_network, embedding_dim, data):

@@ -13,7 +13,6 @@ tensors, everything else as a JSON document in the file's header.
 """
 
 import json
-import warnings
 
 import numpy as np
 import torch
@@ -32,7 +31,7 @@ from ._file_schema import (
 )
 from ._networks import isolated_global_rng
 from ._version import __version__
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 #: State key of the library version that wrote a pickle (or a :func:`save` file).
 VERSION_KEY = "_qmatch_sklearn_version"
@@ -96,11 +95,10 @@ class PersistenceMixin:
         state = dict(state)
         version = state.pop(VERSION_KEY, None)
         if version != __version__:
-            warnings.warn(
+            warn(
                 f"This {type(self).__name__} was saved with qmatch_sklearn {version} and "
                 f"is loaded with {__version__}; results may differ.",
                 InconsistentVersionWarning,
-                stacklevel=user_stacklevel(),
             )
         state = with_added_params(type(self), state)  # pickled before they existed
         weights = state.pop("network_", None)

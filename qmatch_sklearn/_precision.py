@@ -12,11 +12,10 @@ Intel AMX or AVX512-BF16; elsewhere float32.
 
 import contextlib
 import functools
-import warnings
 
 import torch
 
-from ._warnings import user_stacklevel
+from ._warnings import warn
 
 PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "auto")
 _AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
@@ -63,12 +62,11 @@ def resolve_precision(precision, device):
                 "'16-mixed' on CUDA, or '32-true'."
             )
         if kind == "cpu" and not cpu_has_fast_bf16():
-            warnings.warn(
+            warn(
                 "precision='bf16-mixed' runs on this CPU, but it has no bf16 matrix units "
                 "(Intel AMX, AVX512-BF16): expect it slower than '32-true' "
                 "(benchmarks/results/throughput.md).",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
     return precision
 

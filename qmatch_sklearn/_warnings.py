@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from sklearn.utils import _set_output
@@ -12,17 +13,17 @@ _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 _WRAPPER = str(Path(_set_output.__file__).resolve())
 
 
-def user_stacklevel():
-    """The ``stacklevel`` for :func:`warnings.warn` that names the first frame outside
-    this package: the user's call (``predict``, ``fit``, a Pipeline's step) rather than
-    the library line that warns, whichever public method led there (scikit-learn's
-    ``set_output`` wrapper of ``transform`` counts as the library's). A fixed stacklevel
-    is right for one call path only (``predict_proba`` reaches a check one frame deeper
-    than ``transform``, say). Call it as the ``stacklevel`` argument itself."""
-    frame, level = sys._getframe(1), 1  # stacklevel 1: the frame that calls warnings.warn
-    while frame is not None and _in_package(frame):
+def warn(message, category):
+    """:func:`warnings.warn` of ``message`` as ``category``, attributed to the first
+    frame outside this package: the user's call (``predict``, ``fit``, a Pipeline's
+    step) rather than the library line that warns, whichever public method led there
+    (scikit-learn's ``set_output`` wrapper of ``transform`` counts as the library's). A
+    fixed stacklevel is right for one call path only (``predict_proba`` reaches a check
+    one frame deeper than ``transform``, say)."""
+    frame, level = sys._getframe(0), 1  # stacklevel 1: this function's own frame
+    while frame.f_back is not None and _in_package(frame):
         frame, level = frame.f_back, level + 1
-    return max(level - 1, 1) if frame is None else level
+    warnings.warn(message, category, stacklevel=level)
 
 
 def _in_package(frame):

@@ -1,14 +1,13 @@
 """Loaders of the paper's four datasets, in the style of ``sklearn.datasets.fetch_*``."""
 
 import gzip
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from .._warnings import user_stacklevel
+from .._warnings import warn
 from ._fetch import FILES, fetch_file, get_data_home
 
 ADULT_NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
@@ -254,12 +253,11 @@ def load_higgs(*, data_home=None, download_if_missing=True, as_frame=False):
     key = "higgs"
     if not (home / FILES["higgs"].path).exists() and (home / FILES["higgs_sample"].path).exists():
         key = "higgs_sample"
-        warnings.warn(
+        warn(
             f"{home / FILES['higgs'].path} is absent, so the 10,984-row sample "
             f"{FILES['higgs_sample'].path} is loaded. It is not suitable for the paper-scale "
             "protocol (98k pretext + 500k test rows); use it for smoke tests only.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
     path = fetch_file(key, home, download_if_missing)
     data, target = _read_numeric_csv(path, n_columns=29, **_HIGGS_LAYOUTS[key])

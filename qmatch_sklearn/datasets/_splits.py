@@ -7,7 +7,6 @@ pool is every row and the test set is a range of the permutation too (or, for
 Cover Type, every row no other split uses, as in the reference).
 """
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,7 +19,7 @@ from sklearn.preprocessing import (
 )
 from sklearn.utils import Bunch, check_random_state
 
-from .._warnings import user_stacklevel
+from .._warnings import warn
 from ._loaders import ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERIC, LOADERS
 
 
@@ -251,12 +250,11 @@ def _row_sets(name, config, is_test, random_state):
         rows["test"] = order[int(needed * scale):]
     if scale < 1:
         sizes = ", ".join(f"{split} {len(r):,}" for split, r in rows.items())
-        warnings.warn(
+        warn(
             f"{name} needs {needed:,} rows but the dataset has {len(pool):,}; every split is "
             f"scaled by {scale:.4g}: {sizes}. Results on these splits are not comparable "
             "with the paper's.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
     empty = [split for split, r in rows.items() if len(r) == 0]
     if empty:
