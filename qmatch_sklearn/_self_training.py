@@ -61,32 +61,6 @@ def _rows(sample_weight, rows):
     return None if sample_weight is None else sample_weight[rows]
 
 
-def out_of_fold(fit_fold, features, targets, folds):
-    """Each fold's model, ``fit_fold(train)``, with its held-out rows, and the
-    held-out rows' decision scores (``decision_function``; (n_rows, 1) for two
-    classes): ``([(model, test), ...], scores)``."""
-    fitted, scores = [], None
-    for train, test in folds.split(features, targets):
-        model = fit_fold(train)
-        decision = model.decision_function(features[test]).reshape(len(test), -1)
-        if scores is None:
-            scores = np.zeros((len(targets), decision.shape[1]))
-        scores[test] = decision
-        fitted.append((model, test))
-    return fitted, scores
-
-
-def plain_out_of_fold(C, max_iter, features, targets, folds, sample_weight=None):
-    """The held-out decision scores of a ``LogisticRegression(C)`` fitted on the
-    rest of each fold (:func:`out_of_fold`): the plain regression's side of the
-    comparison its twin gets from :func:`self_trained_logistic`."""
-    return out_of_fold(
-        lambda train: fit_logistic(C, max_iter, features[train], targets[train],
-                           _rows(sample_weight, train)),
-        features, targets, folds,
-    )[1]
-
-
 def fit_with_pseudo_labels(C, max_iter, features, targets, weights, pseudo_rows, pseudo):
     """A ``LogisticRegression(C)`` fitted on the labeled rows (``features``,
     ``targets``, ``weights``) and the rows ``pseudo_rows`` labeled ``pseudo``, which
@@ -138,9 +112,8 @@ def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
     """A twin of the plain regression that also learns from pseudo-labeled
     ``unlabeled`` rows: ``train_twin(C, max_iter, features, targets, unlabeled,
     sample_weight) -> (model, n_pseudo)`` (:func:`self_train`,
-    :func:`~._label_spreading.spread_and_fit`) on every labeled row, its mean
-    cross-validated log-likelihood per row on ``folds`` and its out-of-fold
-    decision scores (``decision_function`` of the held-out rows), or None when no
+    :func:`~._label_spreading.spread_and_fit`) on every labeled row, and its mean
+    cross-validated log-likelihood per row on ``folds``, or None when no
     unlabeled row was pseudo-labeled (it would be the plain regression, and
     would count twice in the head's average): ``train_twin`` repeated
     inside each fold (the held-out rows neither train nor pseudo-label), scored
@@ -153,14 +126,13 @@ def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
     if not n_pseudo:
         return None
     labels = np.arange(targets.max() + 1)
-    fitted, scores = out_of_fold(
-        lambda train: train_twin(C, max_iter, features[train], targets[train], unlabeled,
-                                 _rows(sample_weight, train))[0],
-        features, targets, folds,
-    )
-    log_likelihood = np.mean([
-        -log_loss(targets[test], fold_model.predict_proba(features[test]), labels=labels,
-                  sample_weight=_rows(sample_weight, test))
-        for fold_model, test in fitted
-    ])
-    return model, float(log_likelihood), scores
+
+    def held_out_log_likelihood(train, test):
+        fold_model = train_twin(C, max_iter, features[train], targets[train], unlabeled,
+                                _rows(sample_weight, train))[0]
+        return -log_loss(targets[test], fold_model.predict_proba(features[test]),
+                         labels=labels, sample_weight=_rows(sample_weight, test))
+
+    log_likelihood = np.mean([held_out_log_likelihood(train, test)
+                              for train, test in folds.split(features, targets)])
+    return model, float(log_likelihood)

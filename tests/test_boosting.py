@@ -31,7 +31,6 @@ from qmatch_sklearn._boosting import (
     tree_log_proba,
     tries_boosted_member,
 )
-from qmatch_sklearn._head import EMBEDDING_WEIGHTS
 
 from .conftest import tiny_encoder_params
 
@@ -269,16 +268,16 @@ def test_a_row_of_weight_zero_counts_for_nothing_even_at_log_zero():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_the_member_is_stacked_against_the_heads_out_of_fold_average(monkeypatch, n_classes):
-    """The head's side of the stacking: every regression's (and self-trained twin's)
-    held-out decision scores, on the folds and at the C it was fitted with, averaged
-    with the heads' weights p, as the fitted head averages their coefficients."""
+def test_the_member_is_stacked_against_the_plain_head_refitted_in_each_fold(
+    monkeypatch, n_classes
+):
+    """The head's side of the stacking: on each fold, the plain head (its Cs and
+    its regressions' weights chosen without the held-out rows) fitted on the other
+    rows and evaluated on the held-out ones. The self-trained twins take no part:
+    the same probabilities with or without unlabeled rows."""
     import torch
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import cross_val_predict
 
     from qmatch_sklearn import _classifier
-    from qmatch_sklearn._self_training import self_trained_logistic
 
     X, y = table(5, n_rows=90, n_classes=n_classes, missing=0.0)
     rng = np.random.RandomState(5)
@@ -286,39 +285,43 @@ def test_the_member_is_stacked_against_the_heads_out_of_fold_average(monkeypatch
     features = np.c_[X, rng.normal(size=(len(y), n_embedding))]
     unlabeled = np.c_[table(6, n_rows=200, n_classes=n_classes, missing=0.0)[0],
                       rng.normal(size=(200, n_embedding))]
-    seen, fitted = {}, []
-    original_weigh, original_stack = _classifier.weigh_embedding_block, _classifier.stacking_weight
-
-    def weigh(fit, *args):
-        def spy(rows, unlabeled_rows):
-            heads = fit(rows, unlabeled_rows)
-            fitted.extend((rows, unlabeled_rows, model) for model, _ in heads)
-            return heads
-        result = original_weigh(spy, *args)
-        seen["p"] = result[-1]
-        return result
+    seen, original_stack = [], _classifier.stacking_weight
 
     def stack(head_log_proba, *args):
-        seen["head"] = head_log_proba
+        seen.append(head_log_proba)
         return original_stack(head_log_proba, *args)
 
-    monkeypatch.setattr(_classifier, "weigh_embedding_block", weigh)
     monkeypatch.setattr(_classifier, "stacking_weight", stack)
-    head = torch.nn.Linear(features.shape[1], n_classes)
-    _classifier.fit_logistic_head_(head, features, y, 0, n_embedding=n_embedding, inputs=X,
-                                   unlabeled=unlabeled)
-    folds = StratifiedKFold(5, shuffle=True, random_state=0)
-    expected = []
-    for rows, unlabeled_rows, model in fitted:
-        if hasattr(model, "C_"):
-            scores = cross_val_predict(LogisticRegression(C=float(model.C_), max_iter=1000),
-                                       rows, y, cv=folds, method="decision_function")
-            plain_C = float(model.C_)
-        else:  # the twin of the regression before it
-            scores = self_trained_logistic(plain_C, 1000, rows, y, unlabeled_rows, folds)[2]
-        expected.append(scores.reshape(len(y), -1))
-    assert len(expected) > len(EMBEDDING_WEIGHTS)  # some twin took part
-    average = sum(p_k * scores for p_k, scores in zip(seen["p"], expected, strict=True))
-    if n_classes == 2:
-        average = np.c_[np.zeros(len(y)), average]
-    np.testing.assert_allclose(seen["head"], log_softmax(average, axis=1), atol=1e-6)
+    for rows in (unlabeled, None):
+        _, fitted = _classifier.fit_logistic_head_(
+            torch.nn.Linear(features.shape[1], n_classes), features, y, 0,
+            n_embedding=n_embedding, inputs=X, unlabeled=rows,
+        )
+    assert fitted["boosting_weight_"] > 0 and len(seen) == 2
+    expected = np.zeros((len(y), n_classes))
+    for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
+        head = torch.nn.Linear(features.shape[1], n_classes)
+        _classifier.fit_logistic_head_(head, features[train], y[train], 0,
+                                       n_embedding=n_embedding)
+        with torch.no_grad():
+            expected[test] = head(torch.as_tensor(features[test], dtype=torch.float32)).numpy()
+    for head_log_proba in seen:
+        np.testing.assert_allclose(head_log_proba, log_softmax(expected, axis=1), atol=1e-4)
+
+
+def test_the_stacked_head_is_scored_on_rows_that_chose_nothing_about_it():
+    """Every held-out row's logits come from a head fitted without the fold's
+    held-out rows: moving one of them changes no other held-out row's logits in
+    that fold. They are not the logits of the head fitted on every row."""
+    from qmatch_sklearn._classifier import average_logistic, honest_out_of_fold
+
+    X, y = table(7, n_rows=80, n_classes=2, missing=0.0)
+    folds = StratifiedKFold(4, shuffle=True, random_state=1)
+    logits = honest_out_of_fold(X, y, folds, 1)
+    full = average_logistic(X, y, 1).logits(X)
+    assert not np.allclose(logits, full)
+    _, test = next(folds.split(X, y))
+    moved = X.copy()
+    moved[test[0]] += 3.0
+    changed = honest_out_of_fold(moved, y, folds, 1)
+    np.testing.assert_allclose(changed[test[1:]], logits[test[1:]])
