@@ -173,7 +173,9 @@ def honest_out_of_fold(embeddings, targets, folds, seed, sample_weight=None, n_e
     the stacking away from the boosted member. The twins, which learn from the
     unlabeled rows, are left out: refitting them in every fold would multiply
     the head's cost, and where a member is tried (50 labeled rows or more) they
-    hold little of the weight.
+    hold little of the weight. A regression of an inner head that stops short
+    of convergence is used as it is: only its held-out predictions are read
+    (the head fitted on every row warns).
     """
     logits = np.zeros((len(targets), int(targets.max()) + 1))
     for train, test in folds.split(embeddings, targets):
