@@ -102,3 +102,21 @@ def test_the_paired_timing_reads_the_last_config_alone(tmp_path):
     assert config == "auto-v16"
     assert lines[2] == "| wine | 2.2 | 2.0 | 1.10 (max 1.10) | +3.00 ± 1.41 (2) |"
     assert fewlabel_report.paired_timing(tmp_path / "absent.csv") == ([], None)
+
+
+def test_head_steps_pair_each_step_with_the_first_on_its_seeds():
+    frame = pd.DataFrame(
+        _rows("auto-v16", "qmatch_clf", [50.0, 52.0], fit_seconds=4.0)
+        + _rows("auto-v18", "qmatch_clf", [51.0, 55.0, 99.0], fit_seconds=5.0)
+        + _rows("auto-v16", "qmatch_clf", [80.0, 80.0], table="penguins", fit_seconds=2.0)
+        + _rows("auto-v18", "qmatch_clf", [80.0, 80.0], table="penguins", fit_seconds=2.0))
+    header, _, wine, penguins, mean = fewlabel_report.head_steps(
+        frame, fewlabel_report.HONEST_STACKING)
+    assert "before (auto-v16)" in header and "honest stacking (auto-v18)" in header
+    # seed 2 of auto-v18 has no auto-v16 twin: left out
+    assert wine == "| wine | 51.00 ± 1.41 (2) | 53.00 ± 2.83 (2) | +2.00 ± 1.41 (2) | 1.25 |"
+    assert penguins == ("| penguins | 80.00 ± 0.00 (2) | 80.00 ± 0.00 (2) | +0.00 ± 0.00 (2) "
+                        "| 1.00 |")
+    assert mean == "| **mean of 2 tables** |  |  | +1.00 | 1.12 |"
+    assert fewlabel_report.head_steps(frame[frame["config"] == "auto-v16"],
+                                      fewlabel_report.HONEST_STACKING) == []
