@@ -43,7 +43,7 @@ from ._head import (
     weigh_embedding_block,
 )
 from ._label_spreading import spread_logistic
-from ._self_training import self_trained_logistic, unlabeled_sample
+from ._self_training import _rows, self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 from ._warnings import warn
 
@@ -180,8 +180,7 @@ def honest_out_of_fold(embeddings, targets, folds, seed, sample_weight=None, n_e
     logits = np.zeros((len(targets), int(targets.max()) + 1))
     for train, test in folds.split(embeddings, targets):
         inner = average_logistic(
-            embeddings[train], targets[train], seed,
-            None if sample_weight is None else np.asarray(sample_weight)[train], n_embedding,
+            embeddings[train], targets[train], seed, _rows(sample_weight, train), n_embedding,
         )
         logits[test] = inner.logits(embeddings[test])
     return logits
