@@ -160,8 +160,10 @@ def cpu_model():
 
 
 def machine_description():
-    """CPU model, cores and torch threads."""
-    return f"{cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s)"
+    """CPU model, cores and torch threads; and the GPU where torch sees one (the library's
+    ``device="auto"`` trains there)."""
+    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    return f"{cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s){gpu}"
 
 
 def markdown_table(header, rows):

@@ -122,6 +122,24 @@ def test_head_steps_pair_each_step_with_the_first_on_its_seeds():
                                       fewlabel_report.HONEST_STACKING) == []
 
 
+def test_fit_seconds_leave_out_the_rows_of_a_lent_gpu_machine():
+    cpu, gpu = "AMD EPYC, 2 cores, 1 thread(s)", "Xeon, 16 cores, 4 thread(s), GPU NVIDIA H200"
+    frame = pd.DataFrame(
+        _rows("auto-v18", "qmatch_clf", [60.0, 62.0], fit_seconds=100.0, machine=cpu,
+              encoder_best_epoch=1, encoder_n_epochs=2)
+        + [{**row, "seed": row["seed"] + 2} for row in
+           _rows("auto-v18", "qmatch_clf", [61.0], fit_seconds=7.0, machine=gpu,
+                 encoder_best_epoch=1, encoder_n_epochs=2)]
+        + _rows("defaults", "logreg", [50.0], fit_seconds=3.0, machine=gpu))
+    header, _, wine = fewlabel_report.timing_rows(frame, ["wine"])
+    cells = dict(zip(header.strip("|").split("|"), wine.strip("|").split("|"), strict=True))
+    # ours: the two CPU rows alone (the GPU row's 7 s is left out); logreg: only GPU rows
+    assert cells[" qmatch_clf s "].strip() == "100.0"
+    assert cells[" logreg s "].strip() == "-"
+    # the filter keeps the rows of machines without a GPU
+    assert fewlabel_report.timed_alone(frame)["machine"].eq(cpu).all()
+
+
 def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
     # logreg leads the even seeds, catboost the odd ones: each is picked for, and
     # scored on, the other half, where it is the worse one
