@@ -159,10 +159,15 @@ def cpu_model():
     return f"{name} ({', '.join(units)})" if units else name
 
 
+#: What ``machine_description`` puts before the name of a GPU; reports find a lent GPU
+#: machine's rows by it.
+GPU_MARK = ", GPU "
+
+
 def machine_description():
     """CPU model, cores and torch threads; and the GPU where torch sees one (the library's
     ``device="auto"`` trains there)."""
-    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    gpu = f"{GPU_MARK}{torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     return f"{cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} thread(s){gpu}"
 
 

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ._fewlabel_tables import MAX_TEST_ROWS, TABLES, describe_table
-from ._harness import markdown_table, mean_std
+from ._harness import GPU_MARK, markdown_table, mean_std
 from .fewlabel import FIELDS, PEERS, PREPROCESSED, RAW, RESULTS
 from .fewlabel import OURS as EVERY_OURS
 
@@ -97,6 +97,13 @@ def mean_row(tables, means, gaps):
         ours.append(f"{gap:+.2f}" + ("" if gap >= -TOLERANCE else " ✗"))
     return [f"**mean of {len(complete)} tables**", *cells, f"{best:.2f} (per-table best)",
             *ours], complete
+
+
+def timed_alone(frame):
+    """The rows whose fit seconds compare: those of machines without a GPU. A lent GPU
+    machine (its ``machine`` names the GPU) fitted several cells side by side on a few
+    threads each, so its seconds are neither this machine's nor a fit's alone."""
+    return frame[~frame["machine"].str.contains(GPU_MARK, regex=False)]
 
 
 def raw_vs_preprocessed(part, metric="accuracy"):
@@ -260,8 +267,8 @@ HONEST_STACKING = (
 
 def head_steps(frame, steps=HEAD_STEPS):
     """Rows of each step's accuracy and its per-seed gap to the first step, and its mean
-    fit seconds over the first's, per table and on the mean of the tables every step
-    has; empty until two steps have results."""
+    fit seconds over the first's (on the seeds both have ``timed_alone``), per table and
+    on the mean of the tables every step has; empty until two steps have results."""
     runs = {label: frame[(frame["config"] == config) & (frame["contender"] == contender)]
             .set_index(["table", "seed"]) for label, config, contender in steps}
     runs = {label: run for label, run in runs.items() if len(run)}
@@ -279,8 +286,9 @@ def head_steps(frame, steps=HEAD_STEPS):
             mine = run.loc[table]
             mine = mine[mine.index.isin(before.index)]  # the first step's seeds alone
             gap = (mine["accuracy"] - before["accuracy"]).dropna()
-            paired = before[before.index.isin(mine.index)]
-            ratio = mine["fit_seconds"].mean() / paired["fit_seconds"].mean()
+            timed = timed_alone(mine).index.intersection(timed_alone(before).index)
+            ratio = (mine.loc[timed, "fit_seconds"].mean()
+                     / before.loc[timed, "fit_seconds"].mean())
             gaps.setdefault(label, {})[table] = gap.mean()
             ratios.setdefault(label, {})[table] = ratio
             cells += [mean_std(mine["accuracy"]), gap_cell(gap), f"{ratio:.2f}"]
@@ -369,13 +377,6 @@ def table_descriptions(frame, data_home):
     return markdown_table(["Table", "Source", "Rows", "Features", "Classes", "Missing %",
                            "Categorical columns", "Split", "Labeled / unlabeled / test",
                            "Note"], rows)
-
-
-def timed_alone(frame):
-    """The rows whose fit seconds compare: those of machines without a GPU. A lent GPU
-    machine (its ``machine`` names the GPU) fitted several cells side by side on a few
-    threads each, so its seconds are neither this machine's nor a fit's alone."""
-    return frame[~frame["machine"].str.contains(" GPU ", regex=False)]
 
 
 def timing_rows(frame, tables):

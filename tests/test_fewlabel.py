@@ -77,7 +77,8 @@ def test_labeled_rows_are_stratified_with_a_floor():
 
 def _rows(config, contender, accuracies, table="wine", **extra):
     return [{"table": table, "seed": seed, "config": config, "contender": contender,
-             "accuracy": accuracy, **extra} for seed, accuracy in enumerate(accuracies)]
+             "accuracy": accuracy, "machine": "AMD EPYC, 2 cores, 1 thread(s)", **extra}
+            for seed, accuracy in enumerate(accuracies)]
 
 
 def test_precisions_are_paired_on_the_seeds_both_have():
@@ -138,6 +139,14 @@ def test_fit_seconds_leave_out_the_rows_of_a_lent_gpu_machine():
     assert cells[" logreg s "].strip() == "-"
     # the filter keeps the rows of machines without a GPU
     assert fewlabel_report.timed_alone(frame)["machine"].eq(cpu).all()
+    # a step's seconds ratio: the seeds both steps timed alone (seed 1 of auto-v18 ran on
+    # the GPU machine: 2 s against 8 s would halve the ratio)
+    steps = pd.DataFrame(_rows("auto-v16", "qmatch_clf", [50.0, 50.0], fit_seconds=4.0)
+                         + _rows("auto-v18", "qmatch_clf", [50.0], fit_seconds=8.0)
+                         + [{**row, "seed": 1} for row in _rows(
+                             "auto-v18", "qmatch_clf", [50.0], fit_seconds=2.0, machine=gpu)])
+    _, _, wine, _ = fewlabel_report.head_steps(steps, fewlabel_report.HONEST_STACKING)
+    assert wine.endswith("| 2.00 |")
 
 
 def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
