@@ -22,11 +22,13 @@ from qmatch_sklearn import (
 )
 from qmatch_sklearn._boosting import (
     LOG_TEMPERATURE_BOUNDS,
+    MAX_MIN_SAMPLES_LEAF,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     boosting_model,
     export_trees,
     fit_boosted_member,
+    min_samples_leaf,
     stacking_weight,
     tree_log_proba,
     tries_boosted_member,
@@ -41,6 +43,24 @@ def table(seed, n_rows=120, n_classes=2, missing=0.1, n_features=5):
     y = (np.digitize(X[:, 0] * X[:, 1], [-0.5, 0.0, 0.5][: n_classes - 1])).astype(np.int64)
     X[rng.rand(*X.shape) < missing] = np.nan
     return X.astype(np.float32), y
+
+
+@given(st.integers(0, 100_000))
+def test_a_leaf_holds_one_row_in_20_capped(n_rows):
+    """One row in 20 of the labeled rows, at least 1 and at most the cap: tables of up
+    to 119 rows keep one row in 20 (uncapped), larger ones get the cap."""
+    leaf = min_samples_leaf(n_rows)
+    assert 1 <= leaf <= MAX_MIN_SAMPLES_LEAF and leaf <= max(1, n_rows // 20)
+    assert leaf == (max(1, n_rows // 20) if n_rows < 20 * (MAX_MIN_SAMPLES_LEAF + 1)
+                    else MAX_MIN_SAMPLES_LEAF)
+    assert leaf <= min_samples_leaf(n_rows + 1)
+
+
+@pytest.mark.parametrize(("n_rows", "leaf"), [(0, 1), (30, 1), (86, 4), (119, 5), (378, 5),
+                                              (1134, 5)])
+def test_the_members_leaf_on_the_judges_tables(n_rows, leaf):
+    """Adult's 86 labeled rows keep 4 a leaf; diamonds' 378 and Cover Type's 1,134 get 5."""
+    assert boosting_model(n_rows, 0).min_samples_leaf == leaf
 
 
 @settings(max_examples=15, deadline=None)
