@@ -239,7 +239,7 @@ def picked_without_hindsight(part, ours="qmatch_clf"):
 
 #: The configuration of the library's defaults: the one compared with every contender
 #: (a later configuration may be a variant that was not adopted).
-DEFAULTS_CONFIG = "auto-v18"
+DEFAULTS_CONFIG = "auto-v19"
 
 #: The few-label head's changes of issue #31 as (label, config, contender), the first
 #: the head before them; each is compared with it on the same tables and seeds.
@@ -264,11 +264,24 @@ HONEST_STACKING = (
     ("honest stacking (auto-v18)", "auto-v18", "qmatch_clf"),
 )
 
+#: The boosted member's leaves asking at most 5 rows (``_boosting.min_samples_leaf``)
+#: against the head before, on all of its seeds.
+LEAF_CAP = (
+    ("before (auto-v18)", "auto-v18", "qmatch_clf"),
+    ("leaves of at most 5 rows (auto-v19)", "auto-v19", "qmatch_clf"),
+)
+
+
+def ratio_cell(ratio):
+    """A ratio of fit seconds, "-" where no seconds compare (NaN)."""
+    return "-" if np.isnan(ratio) else f"{ratio:.2f}"
+
 
 def head_steps(frame, steps=HEAD_STEPS):
     """Rows of each step's accuracy and its per-seed gap to the first step, and its mean
-    fit seconds over the first's (on the seeds both have ``timed_alone``), per table and
-    on the mean of the tables every step has; empty until two steps have results."""
+    fit seconds over the first's (on the seeds both have ``timed_alone`` on one machine;
+    "-" where there are none), per table and on the mean of the tables every step has;
+    empty until two steps have results."""
     runs = {label: frame[(frame["config"] == config) & (frame["contender"] == contender)]
             .set_index(["table", "seed"]) for label, config, contender in steps}
     runs = {label: run for label, run in runs.items() if len(run)}
@@ -287,18 +300,19 @@ def head_steps(frame, steps=HEAD_STEPS):
             mine = mine[mine.index.isin(before.index)]  # the first step's seeds alone
             gap = (mine["accuracy"] - before["accuracy"]).dropna()
             timed = timed_alone(mine).index.intersection(timed_alone(before).index)
+            timed = timed[mine.loc[timed, "machine"] == before.loc[timed, "machine"]]
             ratio = (mine.loc[timed, "fit_seconds"].mean()
-                     / before.loc[timed, "fit_seconds"].mean())
+                     / before.loc[timed, "fit_seconds"].mean()) if len(timed) else np.nan
             gaps.setdefault(label, {})[table] = gap.mean()
             ratios.setdefault(label, {})[table] = ratio
-            cells += [mean_std(mine["accuracy"]), gap_cell(gap), f"{ratio:.2f}"]
+            cells += [mean_std(mine["accuracy"]), gap_cell(gap), ratio_cell(ratio)]
         rows.append([table, *cells])
     complete = set.intersection(*(set(g) for g in gaps.values())) if gaps else set()
     if complete:
         mean = [f"**mean of {len(complete)} tables**", ""]
         for label in list(runs)[1:]:
             mean += ["", f"{np.mean([gaps[label][t] for t in complete]):+.2f}",
-                     f"{np.mean([ratios[label][t] for t in complete]):.2f}"]
+                     ratio_cell(np.mean([ratios[label][t] for t in complete]))]
         rows.append(mean)
     header = ["Table", steps[0][0]]
     for label in list(runs)[1:]:
@@ -545,6 +559,14 @@ def write_report(csv_path, out_dir, data_home=None):
                   "tables with a boosted member (50 labeled rows and 10 a class) can move; "
                   "the others are identical, seed for seed. Columns as above.", "",
                   *stacking, ""]
+    leaves = head_steps(frame, LEAF_CAP)
+    if leaves:
+        lines += ["### The boosted member's leaves capped at 5 rows", "",
+                  "A leaf of the trees asks one labeled row in 20, as before, but at most 5 "
+                  "(`_boosting.min_samples_leaf`): only tables of 120 labeled rows or more "
+                  "(folds of them from 150) can move. Columns as above; a fit-seconds ratio "
+                  "only where both steps ran on one machine (\"-\" otherwise).", "",
+                  *leaves, ""]
     precision = precision_pairs(frame)
     if precision:
         lines += ["### The defaults under bf16 autocast and float32", "",

@@ -149,6 +149,24 @@ def test_fit_seconds_leave_out_the_rows_of_a_lent_gpu_machine():
     assert wine.endswith("| 2.00 |")
 
 
+def test_a_steps_seconds_ratio_needs_both_steps_on_one_machine():
+    epyc, xeon = "AMD EPYC, 2 cores, 1 thread(s)", "Intel Xeon, 2 cores, 1 thread(s)"
+    # seed 0: both on the EPYC (8 s against 4 s); seed 1: the second step on the Xeon
+    steps = pd.DataFrame(_rows("auto-v18", "qmatch_clf", [50.0, 50.0], fit_seconds=4.0,
+                               machine=epyc)
+                         + _rows("auto-v19", "qmatch_clf", [51.0], fit_seconds=8.0,
+                                 machine=epyc)
+                         + [{**row, "seed": 1} for row in _rows(
+                             "auto-v19", "qmatch_clf", [51.0], fit_seconds=1.0, machine=xeon)])
+    _, _, wine, mean = fewlabel_report.head_steps(steps, fewlabel_report.LEAF_CAP)
+    assert wine == "| wine | 50.00 ± 0.00 (2) | 51.00 ± 0.00 (2) | +1.00 ± 0.00 (2) | 2.00 |"
+    # no seed on one machine: the gap stands, the ratio is left blank
+    on_xeon = steps[~((steps["config"] == "auto-v19") & (steps["seed"] == 0))]
+    _, _, wine, mean = fewlabel_report.head_steps(on_xeon, fewlabel_report.LEAF_CAP)
+    assert wine == "| wine | 50.00 ± 0.00 (2) | 51.00 (1) | +1.00 (1) | - |"
+    assert mean == "| **mean of 1 tables** |  |  | +1.00 | - |"
+
+
 def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
     # logreg leads the even seeds, catboost the odd ones: each is picked for, and
     # scored on, the other half, where it is the worse one
