@@ -457,8 +457,9 @@ def write_report(csv_path, out_dir, data_home=None):
         f"-{TOLERANCE} points, i.e. a miss of the issue's goal.",
         "",
         f"Machines: {'; '.join(sorted(set(frame['machine'])))}. Most rows: a 2-core AMD "
-        "EPYC (KVM), every fit on one thread (torch, BLAS and OpenMP), `nice -n 10`, beside "
-        "other work. Rows whose machine names a GPU ran on a lent GPU machine, several fits "
+        "EPYC (KVM) or a 2-core Intel Xeon (KVM; config `auto-v19`, CatBoost on Cover Type), "
+        "every fit on one thread (torch, BLAS and OpenMP), `nice -n 10`, beside other "
+        "work. Rows whose machine names a GPU ran on a lent GPU machine, several fits "
         "side by side on a few threads each (`QMatchClassifier()` trains on the GPU there: "
         "`device=\"auto\"`, float32 by default); the fit-seconds tables "
         f"leave their seconds out. Python {platform.python_version()}. Test rows: all of a "
@@ -564,8 +565,12 @@ def write_report(csv_path, out_dir, data_home=None):
         lines += ["### The boosted member's leaves capped at 5 rows", "",
                   "A leaf of the trees asks one labeled row in 20, as before, but at most 5 "
                   "(`_boosting.min_samples_leaf`): only tables of 120 labeled rows or more "
-                  "(folds of them from 150) can move. Columns as above; a fit-seconds ratio "
-                  "only where both steps ran on one machine (\"-\" otherwise).", "",
+                  "(folds of them from 150) get other trees. The smaller ones move by the "
+                  "machine alone: `auto-v18` ran on an AMD EPYC (or a lent GPU), `auto-v19` "
+                  "on an Intel Xeon, whose float32 kernels round differently, and pretraining "
+                  "carries the difference to the embedding (wine, 15 labeled rows, has no "
+                  "trees at all). Columns as above; a fit-seconds ratio only where both steps "
+                  "ran on one machine (\"-\" otherwise).", "",
                   *leaves, ""]
     precision = precision_pairs(frame)
     if precision:
