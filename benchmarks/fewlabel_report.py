@@ -161,7 +161,8 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
     over the tables where every contender has results. Empty without peer results."""
     tables = [t for t in TABLES if t in set(part["table"])]
     shown = [c for c in (*ours, *OTHERS) if c in set(part["contender"])]
-    if not set(PEERS) & set(shown) or not set(ours) & set(shown):
+    ours = [name for name in ours if name in shown]  # a config may lack the raw call
+    if not set(PEERS) & set(shown) or not ours:
         return []
     rows, means = [], {}
     for table in tables:
@@ -174,8 +175,8 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
                 means[table, contender] = values.mean()
         others = {c: means[table, c] for c in OTHERS if (table, c) in means}
         best = max(others, key=others.get) if others else None
-        gaps = [gap_cell(paired_gap(part, table, name, best)) if best and name in shown
-                else "-" for name in ours]
+        gaps = [gap_cell(paired_gap(part, table, name, best)) if best else "-"
+                for name in ours]
         rows.append([table, *cells, best or "-", *gaps])
     # the tables every other contender has; a column of ours with fewer says over how many
     complete = [t for t in tables if all((t, c) in means for c in shown if c in OTHERS)]
@@ -193,7 +194,7 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
         rows.append([f"**mean of {len(complete)} tables**",
                      *(mean_cell(c, signed=False) for c in shown),
                      f"{np.mean(list(best.values())):.2f} (per-table best)",
-                     *(mean_cell(n, signed=True) if n in shown else "-" for n in ours)])
+                     *(mean_cell(n, signed=True) for n in ours)])
     return markdown_table(["Table", *shown, "best other", *(f"{n} − best other" for n in ours)],
                           rows)
 

@@ -167,6 +167,23 @@ def test_a_steps_seconds_ratio_needs_both_steps_on_one_machine():
     assert mean == "| **mean of 1 tables** |  |  | +1.00 | - |"
 
 
+def test_every_contender_view_shows_the_calls_of_ours_that_ran():
+    frame = pd.DataFrame(_rows("auto-v19", "qmatch_clf", [60.0, 62.0])
+                         + _rows("defaults", "logreg", [59.0, 59.0])
+                         + _rows("peers-v1", "catboost", [61.0, 60.0]))
+    header, _, wine, mean = fewlabel_report.against_every_contender(frame)
+    # no raw call in this config: no column for it
+    assert "qmatch_clf_raw" not in header and header.endswith("| qmatch_clf \u2212 best other |")
+    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) |")
+    assert mean.endswith("| 60.50 (per-table best) | +0.50 |")
+    raw = pd.DataFrame(_rows("auto-v19", "qmatch_clf_raw", [58.0, 60.0]))
+    header, _, wine, _ = fewlabel_report.against_every_contender(pd.concat([frame, raw]))
+    assert header.endswith("| qmatch_clf \u2212 best other | qmatch_clf_raw \u2212 best other |")
+    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) | -1.50 ± 2.12 (2) ✗ |")
+    assert fewlabel_report.against_every_contender(frame[frame["contender"] != "qmatch_clf"]) \
+        == []
+
+
 def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
     # logreg leads the even seeds, catboost the odd ones: each is picked for, and
     # scored on, the other half, where it is the worse one
