@@ -80,7 +80,7 @@ def min_samples_leaf(n_rows):
     already shrinks does not need (CatBoost, whose penalty it borrows, asks one row
     of a leaf). Capped at 5, on the few-label benchmark's three tables of 378-1,134
     labeled rows the member alone gained 0.4-1.3 points (Cover Type +1.02, diamonds
-    +1.29), while tables of 100 rows or fewer keep their leaves (one row in 50,
+    +1.29), while tables of fewer than 120 rows keep their leaves (one row in 50,
     uncapped, cost its two tables of ~80 rows 0.3 points).
     """
     return int(np.clip(n_rows // 20, 1, MAX_MIN_SAMPLES_LEAF))
