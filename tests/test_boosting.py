@@ -63,6 +63,22 @@ def test_the_members_leaf_on_the_judges_tables(n_rows, leaf):
     assert boosting_model(n_rows, 0).min_samples_leaf == leaf
 
 
+def test_each_split_chooses_among_half_the_features_drawn_by_the_seed():
+    """Feature sampling at every node: seeded, the member grows the same trees
+    again; with another seed it draws other features and grows other trees."""
+    X, y = table(5, n_rows=200, n_classes=3, missing=0.0, n_features=8)
+    assert boosting_model(len(y), 0).max_features == 0.5
+
+    def trees(seed):
+        return export_trees(boosting_model(len(y), seed).fit(X, y), np.arange(X.shape[1]))
+
+    first, again, other = trees(0), trees(0), trees(1)
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    assert (len(first["feature"]) != len(other["feature"])
+            or not np.array_equal(first["feature"], other["feature"]))
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 4), st.sampled_from([0.0, 0.2]))
 def test_the_exported_trees_predict_what_the_boosting_does(seed, n_classes, missing):
