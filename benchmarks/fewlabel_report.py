@@ -272,6 +272,41 @@ LEAF_CAP = (
     ("leaves of at most 5 rows (auto-v19)", "auto-v19", "qmatch_clf"),
 )
 
+#: The boosted member's splits each choosing among half the features
+#: (``max_features`` in ``_boosting.BOOSTING_PARAMS``) against the head before.
+FEATURE_SAMPLING = (
+    ("before (auto-v19)", "auto-v19", "qmatch_clf"),
+    ("half the features at each split (auto-v20)", "auto-v20", "qmatch_clf"),
+)
+
+
+#: The head's later steps, each its own section: (heading, steps, paragraph). Columns
+#: as in the head-steps table.
+STEP_SECTIONS = (
+    ("The boosted member stacked against the head refitted in each fold", HONEST_STACKING,
+     "The trees' weight in the head from out-of-fold predictions of the plain "
+     "head refitted whole in each fold (its Cs and its regressions' weights "
+     "chosen without the held-out rows) instead of regressions refitted at the C "
+     "and weight that every row chose (`_classifier.honest_out_of_fold`). Only "
+     "tables with a boosted member (50 labeled rows and 10 a class) can move; "
+     "the others are identical, seed for seed. Columns as above."),
+    ("The boosted member's leaves capped at 5 rows", LEAF_CAP,
+     "A leaf of the trees asks one labeled row in 20, as before, but at most 5 "
+     "(`_boosting.min_samples_leaf`): only tables of 120 labeled rows or more "
+     "(folds of them from 150) get other trees. The smaller ones move by the "
+     "machine alone: `auto-v18` ran on an AMD EPYC (or a lent GPU), `auto-v19` "
+     "on an Intel Xeon, whose float32 kernels round differently, and pretraining "
+     "carries the difference to the embedding (wine, 15 labeled rows, has no "
+     "trees at all). Columns as above; a fit-seconds ratio only where both steps "
+     "ran on one machine (\"-\" otherwise)."),
+    ("The boosted member's splits among half the features", FEATURE_SAMPLING,
+     "Each split of the trees chooses among half the features, drawn afresh at "
+     "every node (`max_features=0.5` in `_boosting.BOOSTING_PARAMS`). Only tables "
+     "with a boosted member (50 labeled rows and 10 a class: loans, the HIGGS "
+     "sample, Adult, diamonds, MNIST, Cover Type) can move; both configs ran on "
+     "the same Intel Xeon, so the others are identical, seed for seed. Columns as "
+     "above; a fit-seconds ratio only where both steps ran on one machine."),
+)
 
 def ratio_cell(ratio):
     """A ratio of fit seconds, "-" where no seconds compare (NaN)."""
@@ -551,28 +586,10 @@ def write_report(csv_path, out_dir, data_home=None):
                   "different loads of the shared machine (tests and other benchmarks beside "
                   "them): read them as rough; the paired measurement below is the cost.", "",
                   *steps, ""]
-    stacking = head_steps(frame, HONEST_STACKING)
-    if stacking:
-        lines += ["### The boosted member stacked against the head refitted in each fold", "",
-                  "The trees' weight in the head from out-of-fold predictions of the plain "
-                  "head refitted whole in each fold (its Cs and its regressions' weights "
-                  "chosen without the held-out rows) instead of regressions refitted at the C "
-                  "and weight that every row chose (`_classifier.honest_out_of_fold`). Only "
-                  "tables with a boosted member (50 labeled rows and 10 a class) can move; "
-                  "the others are identical, seed for seed. Columns as above.", "",
-                  *stacking, ""]
-    leaves = head_steps(frame, LEAF_CAP)
-    if leaves:
-        lines += ["### The boosted member's leaves capped at 5 rows", "",
-                  "A leaf of the trees asks one labeled row in 20, as before, but at most 5 "
-                  "(`_boosting.min_samples_leaf`): only tables of 120 labeled rows or more "
-                  "(folds of them from 150) get other trees. The smaller ones move by the "
-                  "machine alone: `auto-v18` ran on an AMD EPYC (or a lent GPU), `auto-v19` "
-                  "on an Intel Xeon, whose float32 kernels round differently, and pretraining "
-                  "carries the difference to the embedding (wine, 15 labeled rows, has no "
-                  "trees at all). Columns as above; a fit-seconds ratio only where both steps "
-                  "ran on one machine (\"-\" otherwise).", "",
-                  *leaves, ""]
+    for heading, steps, paragraph in STEP_SECTIONS:
+        table = head_steps(frame, steps)
+        if table:
+            lines += [f"### {heading}", "", paragraph, "", *table, ""]
     precision = precision_pairs(frame)
     if precision:
         lines += ["### The defaults under bf16 autocast and float32", "",
