@@ -279,7 +279,6 @@ FEATURE_SAMPLING = (
     ("half the features at each split (auto-v20)", "auto-v20", "qmatch_clf"),
 )
 
-
 #: The head's later steps, each its own section: (heading, steps, paragraph). Columns
 #: as in the head-steps table.
 STEP_SECTIONS = (
@@ -307,6 +306,7 @@ STEP_SECTIONS = (
      "the same Intel Xeon, so the others are identical, seed for seed. Columns as "
      "above; a fit-seconds ratio only where both steps ran on one machine."),
 )
+
 
 def ratio_cell(ratio):
     """A ratio of fit seconds, "-" where no seconds compare (NaN)."""
