@@ -494,7 +494,8 @@ def write_report(csv_path, out_dir, data_home=None):
         "",
         f"Machines: {'; '.join(sorted(set(frame['machine'])))}. Most rows: a 2-core AMD "
         "EPYC (KVM) or a 2-core Intel Xeon (KVM; configs `auto-v19` and `auto-v20`, "
-        "CatBoost on Cover Type), every fit on one thread (torch, BLAS and OpenMP), "
+        "CatBoost on Cover Type, CatBoost and self-training on MNIST seeds 3-4), every fit "
+        "on one thread (torch, BLAS and OpenMP), "
         "`nice -n 10`, beside other work. Rows whose machine names a GPU ran on a lent "
         "GPU machine, several fits side by side on a few threads each "
         "(`QMatchClassifier()` trains on the GPU there: `device=\"auto\"`, float32 by "
