@@ -199,6 +199,21 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
                           rows)
 
 
+def seconds_of_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
+    """Mean fit seconds per table of ours and of every other contender (``OTHERS``),
+    over the ``timed_alone`` rows: the cost beside the accuracy of
+    ``against_every_contender``."""
+    tables = [t for t in TABLES if t in set(part["table"])]
+    shown = [c for c in (*ours, *OTHERS) if c in set(part["contender"])]
+    rows = []
+    for table in tables:
+        seconds = timed_alone(part[part["table"] == table]).groupby("contender")["fit_seconds"]
+        seconds = seconds.mean()
+        rows.append([table, *(("-" if c not in seconds else "<0.1" if seconds[c] < 0.05
+                               else f"{seconds[c]:.1f}") for c in shown)])
+    return markdown_table(["Table", *(f"{c} s" for c in shown)], rows)
+
+
 def picked_without_hindsight(part, ours="qmatch_clf"):
     """Rows of ours against the other contender a user would pick without seeing the
     draws it is scored on: on each table, the seeds where ours and every other contender
@@ -494,7 +509,8 @@ def write_report(csv_path, out_dir, data_home=None):
         "",
         f"Machines: {'; '.join(sorted(set(frame['machine'])))}. Most rows: a 2-core AMD "
         "EPYC (KVM) or a 2-core Intel Xeon (KVM; configs `auto-v19` and `auto-v20`, "
-        "CatBoost on Cover Type, CatBoost and self-training on MNIST seeds 3-4), every fit "
+        "CatBoost on Cover Type, CatBoost and self-training on MNIST seeds 3-4, LightGBM "
+        "and XGBoost), every fit "
         "on one thread (torch, BLAS and OpenMP), "
         "`nice -n 10`, beside other work. Rows whose machine names a GPU ran on a lent "
         "GPU machine, several fits side by side on a few threads each "
@@ -561,11 +577,18 @@ def write_report(csv_path, out_dir, data_home=None):
         peers = against_every_contender(part) if config == DEFAULTS_CONFIG else []
         if peers:
             lines += ["### Against every contender (issue #31)", "",
-                      "The best of logistic regression, gradient boosting, CatBoost and "
-                      "self-training (around the `logreg` and `hgb` recipes) per table, by "
-                      "mean accuracy; gaps per seed, mean ± std, ✗ below "
-                      f"-{TOLERANCE} points. Peer rows are those of config `peers-v1` (they "
-                      "do not depend on the library).", "", *peers, ""]
+                      "The best of logistic regression, gradient boosting, CatBoost, "
+                      "LightGBM, XGBoost and self-training (around the `logreg` and `hgb` "
+                      "recipes) per table, by mean accuracy; gaps per seed, mean ± std, ✗ "
+                      f"below -{TOLERANCE} points. Peer rows are those of config `peers-v1` "
+                      "(they do not depend on the library). LightGBM at its defaults "
+                      "(`min_child_samples=20`) grows no split under 40 labeled rows: on "
+                      "those tables its column is the labeled rows' most frequent class, "
+                      "kept as the default's result.", "", *peers, "",
+                      "Fit seconds of the same rows, mean over seeds (one thread; "
+                      "preprocessing and scoring excluded; the machines of each contender's "
+                      "rows are in the list above and differ between some of them, so the "
+                      "ratios are rough):", "", *seconds_of_every_contender(part), ""]
             lines += ["### Against the contender picked on other draws (issue #31)", "",
                       "The per-table best above is chosen on the draws it is scored on. "
                       "Here the other contender is chosen on the even seeds and scored on "

@@ -11,6 +11,9 @@ from sklearn.utils import Bunch
 
 from benchmarks import _fewlabel_tables, fewlabel, fewlabel_report
 
+#: The peers whose library is a benchmarks extra (each imported under its contender's name).
+BOOSTING_PEERS = ("catboost", "lightgbm", "xgboost")
+
 
 def tiny_mixed(data_home=None):
     """Wine with what real tables have: NaN in a numeric column and a categorical column
@@ -34,9 +37,9 @@ def test_fewlabel_runs_resumes_and_reports(monkeypatch, tmp_path):
     monkeypatch.setitem(_fewlabel_tables.TABLES, "tiny_mixed", table)
     _fewlabel_tables.load_table.cache_clear()
     out = tmp_path / "fewlabel.csv"
-    # catboost is a benchmarks extra, not a test one
+    # the boosting libraries are benchmarks extras, not test ones
     contenders = [c for c in fewlabel.CONTENDERS
-                  if c != "catboost" or importlib.util.find_spec("catboost")]
+                  if c not in BOOSTING_PEERS or importlib.util.find_spec(c)]
     argv = ["--tables", "tiny_mixed", "--seeds", "0", "--smoke", "--out", str(out),
             "--contenders", *contenders]
     fewlabel.main(argv)
@@ -203,3 +206,16 @@ def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
     assert mean == "| **mean of 1 tables** |  |  | 52.50 | +7.50 |"
     assert fewlabel_report.picked_without_hindsight(
         frame[~frame["contender"].isin(fewlabel_report.PEERS)]) == []
+
+
+def test_every_contender_seconds_leave_out_gpu_rows_and_name_tiny_fits():
+    gpu = "Intel Xeon, 16 cores, 4 thread(s), GPU NVIDIA H200"
+    frame = pd.DataFrame(_rows("auto-v19", "qmatch_clf", [60.0, 62.0], fit_seconds=4.0)
+                         + _rows("peers-v1", "catboost", [61.0], fit_seconds=3.0)
+                         + [{**row, "seed": 1} for row in _rows(
+                             "peers-v1", "catboost", [60.0], fit_seconds=1.0, machine=gpu)]
+                         + _rows("peers-v1", "lightgbm", [50.0, 50.0], fit_seconds=0.01))
+    header, _, wine = fewlabel_report.seconds_of_every_contender(frame)
+    assert header == "| Table | qmatch_clf s | catboost s | lightgbm s |"
+    # the GPU machine's catboost seconds are not a fit's alone: seed 0's stand
+    assert wine == "| wine | 4.0 | 3.0 | <0.1 |"
