@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import warnings
 from pathlib import Path
@@ -99,3 +100,14 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"the shared datasets are not at {SHARED_DATA}")
     return SHARED_DATA
+
+
+#: Benchmark contenders whose library is a benchmarks extra, not a test one (each
+#: imported under the contender's name).
+EXTRA_CONTENDERS = ("catboost", "lightgbm", "xgboost")
+
+
+def installed_contenders(contenders):
+    """``contenders`` less those whose benchmarks-extra library is not installed."""
+    return [c for c in contenders
+            if c not in EXTRA_CONTENDERS or importlib.util.find_spec(c) is not None]

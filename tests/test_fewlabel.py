@@ -1,7 +1,6 @@
 """End-to-end smoke test of the few-label benchmark and its report on one tiny table."""
 
 import csv
-import importlib.util
 import json
 
 import numpy as np
@@ -11,8 +10,7 @@ from sklearn.utils import Bunch
 
 from benchmarks import _fewlabel_tables, fewlabel, fewlabel_report
 
-#: The peers whose library is a benchmarks extra (each imported under its contender's name).
-BOOSTING_PEERS = ("catboost", "lightgbm", "xgboost")
+from .conftest import installed_contenders
 
 
 def tiny_mixed(data_home=None):
@@ -37,9 +35,7 @@ def test_fewlabel_runs_resumes_and_reports(monkeypatch, tmp_path):
     monkeypatch.setitem(_fewlabel_tables.TABLES, "tiny_mixed", table)
     _fewlabel_tables.load_table.cache_clear()
     out = tmp_path / "fewlabel.csv"
-    # the boosting libraries are benchmarks extras, not test ones
-    contenders = [c for c in fewlabel.CONTENDERS
-                  if c not in BOOSTING_PEERS or importlib.util.find_spec(c)]
+    contenders = installed_contenders(fewlabel.CONTENDERS)
     argv = ["--tables", "tiny_mixed", "--seeds", "0", "--smoke", "--out", str(out),
             "--contenders", *contenders]
     fewlabel.main(argv)

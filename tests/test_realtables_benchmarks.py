@@ -2,7 +2,6 @@
 report, on a tiny table with a numeric column with NaN and a categorical column."""
 
 import csv
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from benchmarks import (
     realtables_report,
 )
 
+from .conftest import installed_contenders
 from .test_fewlabel import tiny_mixed
 
 
@@ -52,9 +52,7 @@ def test_missing_and_categorical_studies_run_resume_and_report(monkeypatch, tmp_
 
 def test_regression_benchmark_runs_resumes_and_reports(tmp_path):
     out = tmp_path / "fewlabel_regression.csv"
-    # catboost is a benchmarks extra, not a test one
-    contenders = [c for c in fewlabel_regression.CONTENDERS
-                  if c != "catboost" or importlib.util.find_spec("catboost")]
+    contenders = installed_contenders(fewlabel_regression.CONTENDERS)
     argv = ["--tables", "diabetes", "--seeds", "0", "--smoke", "--out", str(out),
             "--contenders", *contenders]
     fewlabel_regression.main(argv)
