@@ -609,7 +609,12 @@ def write_report(csv_path, out_dir, data_home=None):
                   f"below -{TOLERANCE} points. Fit seconds: each step's mean over the first "
                   "column's (whole fits, pretraining included), from runs made under "
                   "different loads of the shared machine (tests and other benchmarks beside "
-                  "them): read them as rough; the paired measurement below is the cost.", "",
+                  "them): read them as rough; the paired measurement below is the cost. "
+                  "The candidates screened outside the judge and not adopted (consistency "
+                  "training as in FixMatch, the unlabeled rows' class prior by EM, boosted "
+                  "members trained on pseudo-labels or bagged, averaging over the Cs, "
+                  "others) are in the development log (`docs/development_log.md`, "
+                  "\"Changed\"), each with its paired numbers.", "",
                   *steps, ""]
     for heading, steps, paragraph in STEP_SECTIONS:
         table = head_steps(frame, steps)
