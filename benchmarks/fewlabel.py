@@ -258,13 +258,24 @@ def _labeled_codes(data):
     return codes, labels
 
 
+def lightgbm_params(seed, smoke):
+    """LightGBM at its defaults: one thread, seeded, silent; the category dtype is read as
+    categorical and NaN natively."""
+    return {"random_state": seed, "n_jobs": 1, "verbose": -1,
+            **({"n_estimators": 5} if smoke else {})}
+
+
+def xgboost_params(seed, smoke):
+    """XGBoost at its defaults: one thread, seeded, the category dtype read as categorical."""
+    return {"enable_categorical": True, "random_state": seed, "n_jobs": 1,
+            **({"n_estimators": 5} if smoke else {})}
+
+
 def run_lightgbm(data, seed, smoke):
     from lightgbm import LGBMClassifier
 
     codes, labels = _labeled_codes(data)
-    # its defaults; categories and NaN natively (the category dtype is read as categorical)
-    model = LGBMClassifier(random_state=seed, n_jobs=1, verbose=-1,
-                           **({"n_estimators": 5} if smoke else {}))
+    model = LGBMClassifier(**lightgbm_params(seed, smoke))
     model.fit(data.X_train[data.labeled], codes)
     return labels[model.predict(data.X_test)], {"trees": int(model.booster_.num_trees())}
 
@@ -273,8 +284,7 @@ def run_xgboost(data, seed, smoke):
     from xgboost import XGBClassifier
 
     codes, labels = _labeled_codes(data)
-    model = XGBClassifier(enable_categorical=True, random_state=seed, n_jobs=1,
-                          **({"n_estimators": 5} if smoke else {}))
+    model = XGBClassifier(**xgboost_params(seed, smoke))
     model.fit(data.X_train[data.labeled], codes)
     rounds = model.get_booster().num_boosted_rounds()
     return labels[model.predict(data.X_test)], {"rounds": int(rounds)}

@@ -54,7 +54,9 @@ from .fewlabel import (
     _as_object,
     catboost_frames,
     catboost_params,
+    lightgbm_params,
     make_preprocessor,
+    xgboost_params,
 )
 
 RESULTS = Path(__file__).parent / "results" / "fewlabel_regression.csv"
@@ -135,14 +137,12 @@ def predict(contender, data, seed, smoke):
     if contender == "lightgbm":
         from lightgbm import LGBMRegressor
 
-        model = LGBMRegressor(random_state=seed, n_jobs=1, verbose=-1,
-                              **({"n_estimators": 5} if smoke else {}))
+        model = LGBMRegressor(**lightgbm_params(seed, smoke))
         return model.fit(data.X_train[data.labeled], y_labeled).predict(data.X_test)
     if contender == "xgboost":
         from xgboost import XGBRegressor
 
-        model = XGBRegressor(enable_categorical=True, random_state=seed, n_jobs=1,
-                             **({"n_estimators": 5} if smoke else {}))
+        model = XGBRegressor(**xgboost_params(seed, smoke))
         return model.fit(data.X_train[data.labeled], y_labeled).predict(data.X_test)
     if contender == "catboost":
         from catboost import CatBoostRegressor

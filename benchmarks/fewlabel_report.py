@@ -155,12 +155,18 @@ def raw_vs_preprocessed(part, metric="accuracy"):
 OTHERS = (*RAW, *PEERS)
 
 
+def every_contender_columns(part, ours):
+    """The tables of ``part`` in the registry's order, and the contenders the
+    every-contender view shows: those of ``ours`` and of ``OTHERS`` with rows."""
+    tables = [t for t in TABLES if t in set(part["table"])]
+    return tables, [c for c in (*ours, *OTHERS) if c in set(part["contender"])]
+
+
 def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
     """Rows of ours against the best of every other contender (``OTHERS``) per table:
     each contender's mean accuracy, the best one, and ours minus it per seed; a mean row
     over the tables where every contender has results. Empty without peer results."""
-    tables = [t for t in TABLES if t in set(part["table"])]
-    shown = [c for c in (*ours, *OTHERS) if c in set(part["contender"])]
+    tables, shown = every_contender_columns(part, ours)
     ours = [name for name in ours if name in shown]  # a config may lack the raw call
     if not set(PEERS) & set(shown) or not ours:
         return []
@@ -203,14 +209,16 @@ def seconds_of_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
     """Mean fit seconds per table of ours and of every other contender (``OTHERS``),
     over the ``timed_alone`` rows: the cost beside the accuracy of
     ``against_every_contender``."""
-    tables = [t for t in TABLES if t in set(part["table"])]
-    shown = [c for c in (*ours, *OTHERS) if c in set(part["contender"])]
-    rows = []
-    for table in tables:
-        seconds = timed_alone(part[part["table"] == table]).groupby("contender")["fit_seconds"]
-        seconds = seconds.mean()
-        rows.append([table, *(("-" if c not in seconds else "<0.1" if seconds[c] < 0.05
-                               else f"{seconds[c]:.1f}") for c in shown)])
+    tables, shown = every_contender_columns(part, ours)
+    seconds = timed_alone(part).groupby(["table", "contender"])["fit_seconds"].mean()
+
+    def cell(table, contender):
+        if (table, contender) not in seconds:
+            return "-"
+        value = seconds[table, contender]
+        return "<0.1" if value < 0.05 else f"{value:.1f}"
+
+    rows = [[table, *(cell(table, c) for c in shown)] for table in tables]
     return markdown_table(["Table", *(f"{c} s" for c in shown)], rows)
 
 
