@@ -41,10 +41,17 @@ def paired_gap(frame, table, ours, raw, metric="accuracy"):
     return (rows[ours] - rows[raw]).dropna()
 
 
-def gap_cell(gap):
+def gap_cell(gap, in_standard_errors=False):
+    """A gap's mean ± std (seeds), ✗ below ``-TOLERANCE``; with ``in_standard_errors``
+    also the mean in standard errors of the mean, std / sqrt(seeds) (none for one seed
+    or no spread): how far the draws put it from zero."""
     if gap.empty:
         return "-"
-    return mean_std(gap, signed=True) + ("" if gap.mean() >= -TOLERANCE else " ✗")
+    cell = mean_std(gap, signed=True) + ("" if gap.mean() >= -TOLERANCE else " ✗")
+    standard_error = gap.std() / np.sqrt(len(gap)) if len(gap) > 1 else 0.0
+    if in_standard_errors and standard_error > 0:
+        cell += f" [{gap.mean() / standard_error:+.1f} s.e.]"
+    return cell
 
 
 def best_raw(frame, table, metric="accuracy"):
@@ -181,8 +188,8 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
                 means[table, contender] = values.mean()
         others = {c: means[table, c] for c in OTHERS if (table, c) in means}
         best = max(others, key=others.get) if others else None
-        gaps = [gap_cell(paired_gap(part, table, name, best)) if best else "-"
-                for name in ours]
+        gaps = [gap_cell(paired_gap(part, table, name, best), in_standard_errors=True)
+                if best else "-" for name in ours]
         rows.append([table, *cells, best or "-", *gaps])
     # the tables every other contender has; a column of ours with fewer says over how many
     complete = [t for t in tables if all((t, c) in means for c in shown if c in OTHERS)]
@@ -252,7 +259,7 @@ def picked_without_hindsight(part, ours="qmatch_clf"):
         gaps_of_tables.append(gap.mean())
         picked_means.append(picked.mean())
         rows.append([table, mean_std(accuracy[ours]), f"{chosen[0]} / {chosen[1]}",
-                     mean_std(picked), gap_cell(gap)])
+                     mean_std(picked), gap_cell(gap, in_standard_errors=True)])
     if not rows:
         return []
     rows.append([f"**mean of {len(rows)} tables**", "", "", f"{np.mean(picked_means):.2f}",
@@ -588,7 +595,9 @@ def write_report(csv_path, out_dir, data_home=None):
                       "The best of logistic regression, gradient boosting, CatBoost, "
                       "LightGBM, XGBoost and self-training (around the `logreg` and `hgb` "
                       "recipes) per table, by mean accuracy; gaps per seed, mean ± std, ✗ "
-                      f"below -{TOLERANCE} points. Peer rows are those of config `peers-v1` "
+                      f"below -{TOLERANCE} points, and in brackets the mean gap in standard "
+                      "errors of the mean (std / sqrt(seeds)): within two of zero, the draws "
+                      "cannot tell the two apart. Peer rows are those of config `peers-v1` "
                       "(they do not depend on the library). LightGBM at its defaults "
                       "(`min_child_samples=20`) grows no split under 40 labeled rows: on "
                       "those tables its column is the labeled rows' most frequent class, "
@@ -603,7 +612,8 @@ def write_report(csv_path, out_dir, data_home=None):
                       "the odd ones, and the reverse (the seeds every contender has): what "
                       "a user who had tried every contender on other draws of the table "
                       "would get. Gaps per seed, mean ± std, ✗ below "
-                      f"-{TOLERANCE} points.", "", *picked_without_hindsight(part), ""]
+                      f"-{TOLERANCE} points, [in standard errors].", "",
+                      *picked_without_hindsight(part), ""]
         figure = "fewlabel.png" if config == configs[0] else f"fewlabel_{config}.png"
         plot(out_dir / figure, tables, gaps, config)
         lines += [f"![ours minus best raw per table, config {config}]({figure})", ""]

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.datasets import load_wine
 from sklearn.utils import Bunch
 
@@ -173,12 +174,13 @@ def test_every_contender_view_shows_the_calls_of_ours_that_ran():
     header, _, wine, mean = fewlabel_report.against_every_contender(frame)
     # no raw call in this config: no column for it
     assert "qmatch_clf_raw" not in header and header.endswith("| qmatch_clf \u2212 best other |")
-    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) |")
+    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) [+0.3 s.e.] |")
     assert mean.endswith("| 60.50 (per-table best) | +0.50 |")
     raw = pd.DataFrame(_rows("auto-v19", "qmatch_clf_raw", [58.0, 60.0]))
     header, _, wine, _ = fewlabel_report.against_every_contender(pd.concat([frame, raw]))
     assert header.endswith("| qmatch_clf \u2212 best other | qmatch_clf_raw \u2212 best other |")
-    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) | -1.50 ± 2.12 (2) ✗ |")
+    assert wine.endswith("| catboost | +0.50 ± 2.12 (2) [+0.3 s.e.] "
+                         "| -1.50 ± 2.12 (2) ✗ [-1.0 s.e.] |")
     assert fewlabel_report.against_every_contender(frame[frame["contender"] != "qmatch_clf"]) \
         == []
 
@@ -198,7 +200,7 @@ def test_the_picked_contender_is_chosen_on_the_other_half_of_the_seeds():
     # even seeds get catboost (best on odd: 65), odd seeds logreg (best on even: 70);
     # seed 4 has selftrain_lr alone and is left out
     assert wine == ("| wine | 60.00 ± 0.00 (4) | catboost / logreg | 52.50 ± 2.89 (4) "
-                    "| +7.50 ± 2.89 (4) |")
+                    "| +7.50 ± 2.89 (4) [+5.2 s.e.] |")
     assert mean == "| **mean of 1 tables** |  |  | 52.50 | +7.50 |"
     assert fewlabel_report.picked_without_hindsight(
         frame[~frame["contender"].isin(fewlabel_report.PEERS)]) == []
@@ -215,3 +217,14 @@ def test_every_contender_seconds_leave_out_gpu_rows_and_name_tiny_fits():
     assert header == "| Table | qmatch_clf s | catboost s | lightgbm s |"
     # the GPU machine's catboost seconds are not a fit's alone: seed 0's stand
     assert wine == "| wine | 4.0 | 3.0 | <0.1 |"
+
+
+@pytest.mark.parametrize("gap, cell", [
+    ([1.0, 3.0], "+2.00 ± 1.41 (2) [+2.0 s.e.]"),
+    ([-1.0, -3.0, -2.0], "-2.00 ± 1.00 (3) ✗ [-3.5 s.e.]"),
+    ([-1.0, -1.0], "-1.00 ± 0.00 (2) ✗"),  # no spread: no standard error to count in
+    ([0.4], "+0.40 (1)"),  # one seed: no standard error
+    ([], "-"),
+])
+def test_gaps_in_standard_errors(gap, cell):
+    assert fewlabel_report.gap_cell(pd.Series(gap, dtype=float), in_standard_errors=True) == cell
