@@ -48,9 +48,8 @@ def gap_cell(gap, in_standard_errors=False):
     if gap.empty:
         return "-"
     cell = mean_std(gap, signed=True) + ("" if gap.mean() >= -TOLERANCE else " ✗")
-    standard_error = gap.std() / np.sqrt(len(gap)) if len(gap) > 1 else 0.0
-    if in_standard_errors and standard_error > 0:
-        cell += f" [{gap.mean() / standard_error:+.1f} s.e.]"
+    if in_standard_errors and len(gap) > 1 and gap.std() > 0:
+        cell += f" [{gap.mean() / (gap.std() / np.sqrt(len(gap))):+.1f} s.e.]"
     return cell
 
 
