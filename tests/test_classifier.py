@@ -5,14 +5,19 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import is_classifier
 from sklearn.datasets import make_classification
 from sklearn.ensemble import StackingClassifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import cross_val_score
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.metrics import log_loss, make_scorer
+from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+from qmatch_sklearn._classifier import neg_log_loss
 
 from .conftest import tiny_encoder_params
 
@@ -182,3 +187,44 @@ def test_auto_without_validation_fits_a_cross_validated_logistic_head(data):
                        for C in np.logspace(-4, 4, 10)]
     proba = clf.predict_proba(X)
     assert min(np.abs(r.predict_proba(embeddings) - proba).max() for r in regressions) < 1e-3
+
+
+def _sklearn_neg_log_loss(classes):
+    """The scorer ``LogisticRegressionCV(scoring="neg_log_loss")`` builds for ``classes``."""
+    return make_scorer(log_loss, greater_is_better=False, response_method="predict_proba",
+                       labels=classes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4), weighted=st.booleans(),
+       C=st.sampled_from([1e-4, 1.0, 1e4]), scale=st.sampled_from([0.1, 3.0, 30.0]))
+def test_the_head_scores_a_regression_as_scikit_learn_neg_log_loss_does(
+    seed, n_classes, weighted, C, scale
+):
+    """To the last bit: two or more classes, a class absent from the held-out rows,
+    weights or none, probabilities near 0 and 1 (clipped)."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(30, 4)) * scale, rng.integers(0, n_classes, 30)
+    y[:n_classes] = np.arange(n_classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(C=C, max_iter=30).fit(X, y)
+    X_test, y_test = rng.normal(size=(12, 4)) * scale, rng.integers(0, n_classes - 1, 12)
+    weights = rng.uniform(0.1, 3.0, 12) if weighted else None
+    expected = _sklearn_neg_log_loss(model.classes_)(model, X_test, y_test,
+                                                      sample_weight=weights)
+    assert neg_log_loss(model, X_test, y_test, sample_weight=weights) == expected
+
+
+def test_cross_validation_with_the_head_s_scorer_equals_scikit_learn_s():
+    """Every C's score on every fold, and so the chosen C, as with ``"neg_log_loss"``,
+    given weights (which ``LogisticRegressionCV`` passes to its scorer)."""
+    X, y = make_classification(n_samples=60, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    weights = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
+    fits = [LogisticRegressionCV(cv=StratifiedKFold(5, shuffle=True, random_state=0),
+                                 scoring=scoring, l1_ratios=(0.0,), use_legacy_attributes=False,
+                                 max_iter=1000).fit(X, y, sample_weight=weights)
+            for scoring in ("neg_log_loss", neg_log_loss)]
+    np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
+    assert fits[0].C_ == fits[1].C_
