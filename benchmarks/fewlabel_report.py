@@ -211,6 +211,14 @@ def against_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
                           rows)
 
 
+def seconds_cell(value):
+    """A mean fit time in seconds as a table cell: one decimal, "<0.1" below 0.05
+    (rather than "0.0", which reads as free), "-" where there is none (None)."""
+    if value is None:
+        return "-"
+    return "<0.1" if value < 0.05 else f"{value:.1f}"
+
+
 def seconds_of_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
     """Mean fit seconds per table of ours and of every other contender (``OTHERS``),
     over the ``timed_alone`` rows: the cost beside the accuracy of
@@ -218,13 +226,8 @@ def seconds_of_every_contender(part, ours=("qmatch_clf", "qmatch_clf_raw")):
     tables, shown = every_contender_columns(part, ours)
     seconds = timed_alone(part).groupby(["table", "contender"])["fit_seconds"].mean()
 
-    def cell(table, contender):
-        if (table, contender) not in seconds:
-            return "-"
-        value = seconds[table, contender]
-        return "<0.1" if value < 0.05 else f"{value:.1f}"
-
-    rows = [[table, *(cell(table, c) for c in shown)] for table in tables]
+    rows = [[table, *(seconds_cell(seconds.get((table, c))) for c in shown)]
+            for table in tables]
     return markdown_table(["Table", *(f"{c} s" for c in shown)], rows)
 
 
@@ -471,8 +474,7 @@ def timing_rows(frame, tables):
             best = pd.to_numeric(runs["encoder_best_epoch"], errors="coerce").dropna()
             total = pd.to_numeric(runs["encoder_n_epochs"], errors="coerce").dropna()
             epochs.append(f"{best.mean():.1f} / {total.mean():.1f}" if len(total) else "-")
-        rows.append([table, *(f"{seconds[c]:.1f}" if c in seconds else "-"
-                              for c in CONTENDERS), *epochs])
+        rows.append([table, *(seconds_cell(seconds.get(c)) for c in CONTENDERS), *epochs])
     return markdown_table(["Table", *(f"{c} s" for c in CONTENDERS),
                            *(f"{c} pretext best / run epochs" for c in ("tabnet", *OURS))],
                           rows)
