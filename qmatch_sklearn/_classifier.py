@@ -95,19 +95,19 @@ def neg_log_loss(model, X, y, sample_weight=None):
     ``_log_reg_scoring_path``: every class as a label, the held-out rows' weights), to
     the last bit, as ``sklearn.metrics.log_loss`` computes it: two classes'
     probabilities rebuilt as ``1 - p, p`` from the second, every probability clipped
-    to ``[eps, 1 - eps]``, ``y log p`` taken as 0 where ``y`` is 0 and as numpy's
-    ``y * log(p)`` elsewhere, a class absent from ``y`` counting as zero. What it
+    to ``[eps, 1 - eps]``, each row's log-likelihood numpy's log of its class's
+    probability (scikit-learn's sum over a one-hot row adds exact zeros to it). What it
     leaves out is the scorer's input validation: ``LogisticRegressionCV`` scores each
     of its ten Cs on each fold, and on a few hundred rows that validation cost more
-    than the fits."""
+    than the fits. ``y`` holds classes of ``model.classes_`` (sorted, as scikit-learn
+    fits them)."""
     proba = model.predict_proba(X)
     if proba.shape[1] == 2:
         proba = np.c_[1 - proba[:, 1], proba[:, 1]]
     eps = np.finfo(proba.dtype).eps
     proba = np.clip(proba, eps, 1 - eps)
-    one_hot = (np.asarray(y)[:, None] == model.classes_[None, :]).astype(proba.dtype)
-    y_log_p = np.where(one_hot == 0.0, 0.0, one_hot * np.log(proba))
-    return -float(np.average(-np.sum(y_log_p, axis=1), weights=sample_weight))
+    rows, classes = np.arange(len(proba)), np.searchsorted(model.classes_, y)
+    return float(np.average(np.log(proba[rows, classes]), weights=sample_weight))
 
 
 def _log_loss_scoring():
