@@ -222,7 +222,7 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
     temperature, out_of_fold)``, or None when some fit has no column to
     split on (every value missing).
 
-    ``folds`` (a scikit-learn splitter, the same as the logistic heads') gives
+    ``folds`` (``(train, test)`` row indices, the logistic heads') give
     out-of-fold log-odds for every row; the temperature T maximises their
     likelihood (the mean over folds of the rows' mean log-likelihood, weighted
     by ``sample_weight``), and ``out_of_fold`` are the rows' out-of-fold log
@@ -232,8 +232,7 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
     n_rows = len(targets)
     weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
     out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
-    splits = list(folds.split(X, targets))
-    for train, test in splits:
+    for train, test in folds:
         fitted = _fit_trees(X[train], targets[train], weights[train], seed)
         if fitted is None:
             return None
@@ -245,7 +244,7 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
         log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)
         return -np.mean([
             _mean_log_likelihood(log_proba[test], targets[test], weights[test])
-            for _, test in splits
+            for _, test in folds
         ])
 
     best = minimize_scalar(

@@ -20,6 +20,7 @@ from sklearn import get_config
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.metrics import get_scorer
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
@@ -73,8 +74,8 @@ class LogisticAverage:
     first is 0, so the softmax equals its sigmoid); ``embedding_weight`` is sum_k
     p_k w_k over the regressions, ``twin_weights`` each kind of twin's share of
     the regressions' weight, ``unconverged`` the C of each regression that did
-    not converge, ``folds`` the cross-validation splitter (None when a class has
-    one row).
+    not converge, ``folds`` the cross-validation folds (:func:`head_folds`;
+    None when a class has fewer than two rows of positive weight).
     """
 
     coef: np.ndarray
@@ -82,7 +83,7 @@ class LogisticAverage:
     embedding_weight: float
     twin_weights: dict
     unconverged: list
-    folds: object
+    folds: list
 
     def logits(self, rows):
         return rows @ self.coef.T + self.intercept
@@ -110,12 +111,42 @@ def neg_log_loss(model, X, y, sample_weight=None):
     return float(np.average(np.log(proba[rows, classes]), weights=sample_weight))
 
 
+def head_folds(targets, seed, sample_weight=None):
+    """The closed-form head's cross-validation folds, a list of ``(train,
+    test)`` row indices, or None when a class has fewer than two rows of
+    positive weight (the head then fits C=1 without cross-validation).
+
+    The rows of positive weight are split by scikit-learn's ``StratifiedKFold``
+    (shuffled by ``seed``) into as many folds (at most 5) as the smallest class's
+    count of them allows, so that every fold scores and trains on rows that
+    count. Rows of weight 0 count in neither a fit nor a score; they are dealt
+    over the test folds in turn, in an order shuffled by ``seed``. Without
+    weights of 0 these are ``StratifiedKFold``'s folds of all the rows.
+    """
+    positive = (np.ones(len(targets), dtype=bool) if sample_weight is None
+                else np.asarray(sample_weight) > 0)
+    smallest = np.bincount(targets[positive], minlength=int(targets.max()) + 1).min()
+    if smallest < 2:
+        return None
+    n_folds = min(5, smallest)
+    counted = np.flatnonzero(positive)
+    splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
+    tests = [counted[test] for _, test in splitter.split(counted, targets[counted])]
+    ignored = np.random.default_rng(seed).permutation(np.flatnonzero(~positive))
+    tests = [np.sort(np.r_[test, ignored[k::n_folds]]) for k, test in enumerate(tests)]
+    rows = np.arange(len(targets))
+    return [(np.setdiff1d(rows, test), test) for test in tests]
+
+
 def _log_loss_scoring():
     """What the head's ``LogisticRegressionCV`` scores its Cs with: :func:`neg_log_loss`;
-    with scikit-learn's metadata routing on, its own ``"neg_log_loss"``, whose
-    ``sample_weight`` request the user sets (a plain function requests nothing, and
-    would score a weighted fit without its weights)."""
-    return "neg_log_loss" if get_config()["enable_metadata_routing"] else neg_log_loss
+    with scikit-learn's metadata routing on, its own ``"neg_log_loss"`` scorer,
+    requesting ``sample_weight`` (a plain function requests nothing, and routing
+    would refuse the weights): the held-out rows' weights count in the score
+    either way, as ``fit``'s ``sample_weight`` says they count in the loss."""
+    if not get_config()["enable_metadata_routing"]:
+        return neg_log_loss
+    return get_scorer("neg_log_loss").set_score_request(sample_weight=True)
 
 
 def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=None,
@@ -124,10 +155,11 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     averaged: a :class:`LogisticAverage`.
 
     The regularisation C is chosen among scikit-learn's ten defaults by
-    stratified cross-validation (log-loss) on the labeled rows, with as many
-    folds (at most 5) as the smallest class allows; C=1 when a class has one
-    row. When ``embeddings`` end with ``n_embedding`` embedding columns
-    beside the input features, one regression is fitted for each weight of
+    stratified cross-validation (log-loss) on the labeled rows
+    (:func:`head_folds`: as many folds, at most 5, as the smallest class's rows
+    of positive weight allow); C=1 when a class has fewer than two. When
+    ``embeddings`` end with ``n_embedding`` embedding columns beside the input
+    features, one regression is fitted for each weight of
     that block (C chosen for each, on the same folds) and their scores are
     averaged with weights from their cross-validated log-losses
     (:func:`~._head.weigh_embedding_block`).
@@ -140,10 +172,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     pseudo-labelling repeated in every fold; none where no unlabeled row is
     confident. The twins are weighed against the others by the same averaging.
     """
-    smallest = np.bincount(targets).min()
-    folds = None
-    if smallest >= 2:
-        folds = StratifiedKFold(min(5, smallest), shuffle=True, random_state=seed)
+    folds = head_folds(targets, seed, sample_weight)
     if unlabeled is None or folds is None:
         twins = ()
     unconverged = []
@@ -209,7 +238,7 @@ def honest_out_of_fold(embeddings, targets, folds, seed, sample_weight=None, n_e
     (the head fitted on every row warns).
     """
     logits = np.zeros((len(targets), int(targets.max()) + 1))
-    for train, test in folds.split(embeddings, targets):
+    for train, test in folds:
         inner = average_logistic(
             embeddings[train], targets[train], seed, _rows(sample_weight, train), n_embedding,
         )

@@ -134,5 +134,5 @@ def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
                          labels=labels, sample_weight=_rows(sample_weight, test))
 
     log_likelihood = np.mean([held_out_log_likelihood(train, test)
-                              for train, test in folds.split(features, targets)])
+                              for train, test in folds])
     return model, float(log_likelihood)

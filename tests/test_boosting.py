@@ -105,7 +105,7 @@ def test_a_column_never_observed_is_left_out_and_the_others_keep_their_index():
     X, y = table(4, n_rows=150, missing=0.0)
     X = np.c_[np.full(len(y), np.nan, np.float32), X]
     X[:20, 2] = np.nan  # missing in the training part of a fold, or more
-    folds = StratifiedKFold(5, shuffle=False)
+    folds = list(StratifiedKFold(5, shuffle=False).split(X, y))
     trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
     assert np.isfinite(out_of_fold).all() and 0 not in set(trees["feature"][~trees["is_leaf"]])
     reference = boosting_model(len(y), 0).fit(X[:, 1:], y)
@@ -119,17 +119,17 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     the other folds, log-odds divided by T; T is where their mean over folds of
     the rows' mean log-likelihood peaks."""
     X, y = table(3, n_rows=150, n_classes=3)
-    folds = StratifiedKFold(5, shuffle=True, random_state=3)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=3).split(X, y))
     trees, temperature, out_of_fold = fit_boosted_member(X, y, folds, 3)
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
     held_out = np.zeros((len(y), 3))
-    for train, test in folds.split(X, y):
+    for train, test in folds:
         held_out[test] = boosting_model(len(train), 3).fit(X[train], y[train]).decision_function(
             X[test])
 
     def score(t):
         log_proba = log_softmax(held_out / t, axis=1)[np.arange(len(y)), y]
-        return np.mean([log_proba[test].mean() for _, test in folds.split(X, y)])
+        return np.mean([log_proba[test].mean() for _, test in folds])
 
     np.testing.assert_allclose(out_of_fold, log_softmax(held_out / temperature, axis=1),
                                atol=1e-9)
@@ -352,11 +352,11 @@ def test_the_stacked_head_is_scored_on_rows_that_chose_nothing_about_it():
     from qmatch_sklearn._classifier import average_logistic, honest_out_of_fold
 
     X, y = table(7, n_rows=80, n_classes=2, missing=0.0)
-    folds = StratifiedKFold(4, shuffle=True, random_state=1)
+    folds = list(StratifiedKFold(4, shuffle=True, random_state=1).split(X, y))
     logits = honest_out_of_fold(X, y, folds, 1)
     full = average_logistic(X, y, 1).logits(X)
     assert not np.allclose(logits, full)
-    _, test = next(folds.split(X, y))
+    _, test = folds[0]
     moved = X.copy()
     moved[test[0]] += 3.0
     changed = honest_out_of_fold(moved, y, folds, 1)

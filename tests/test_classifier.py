@@ -18,7 +18,7 @@ from sklearn.metrics import log_loss, make_scorer
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder
-from qmatch_sklearn._classifier import _log_loss_scoring, neg_log_loss
+from qmatch_sklearn._classifier import _log_loss_scoring, fit_logistic_head_, neg_log_loss
 
 from .conftest import tiny_encoder_params
 
@@ -283,9 +283,18 @@ def test_cross_validation_with_the_head_s_scorer_equals_scikit_learn_s(
     assert fits[0].C_ == fits[1].C_
 
 
-def test_with_metadata_routing_the_head_leaves_the_weights_to_scikit_learn():
-    """A plain function requests no metadata: with routing on, the head scores with
-    scikit-learn's scorer, whose ``sample_weight`` request the user sets."""
+def test_with_metadata_routing_the_head_scores_with_the_weights_as_without(data):
+    """A plain function requests no metadata, and routing refused the weights (the
+    user cannot set a request on the head's own ``LogisticRegressionCV``): with
+    routing on, the head scores with scikit-learn's scorer, requesting
+    ``sample_weight``, and fits the same head as without routing."""
+    X, y = data[0][:150], data[1][:150]
+    weights = np.random.RandomState(0).uniform(0.2, 3.0, len(y))
     assert _log_loss_scoring() is neg_log_loss
-    with config_context(enable_metadata_routing=True):
-        assert _log_loss_scoring() == "neg_log_loss"
+    heads = []
+    for routing in (False, True):
+        with config_context(enable_metadata_routing=routing):
+            head = torch.nn.Linear(X.shape[1], 3)
+            fit_logistic_head_(head, X, y, 7, weights)
+            heads.append(head.weight.detach().numpy())
+    np.testing.assert_array_equal(*heads)

@@ -82,13 +82,12 @@ def test_held_out_rows_never_spread_labels_in_their_fold(monkeypatch):
     features = rng.normal(size=(30, 3))
     targets = np.arange(30) % 3
     features[:, 0] += 4 * targets
-    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(features, targets))
     seen = record_training_rows(monkeypatch, _label_spreading, "spread_and_fit")
     _, score = spread_logistic(1.0, 1000, features, targets,
                                rng.normal(size=(60, 3)) * 4 + 4, folds)
-    splits = list(folds.split(features, targets))
-    assert len(seen) == len(splits) + 1  # all labeled rows, then one per fold
-    for rows, (train, _) in zip(seen[1:], splits, strict=True):
+    assert len(seen) == len(folds) + 1  # all labeled rows, then one per fold
+    for rows, (train, _) in zip(seen[1:], folds, strict=True):
         np.testing.assert_array_equal(rows, features[train])
     assert score < 0
 

@@ -58,7 +58,7 @@ def test_without_a_confident_unlabeled_row_it_is_the_plain_regression():
     assert n_pseudo == 0
     np.testing.assert_array_equal(trained.coef_, plain.coef_)
     # no twin then: it would be the plain regression counted twice
-    folds = StratifiedKFold(2, shuffle=True, random_state=0)
+    folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(features, targets))
     assert self_trained_logistic(1.0, 1000, features, targets, on_the_boundary, folds) is None
 
 
@@ -66,13 +66,12 @@ def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeyp
     rng = np.random.default_rng(1)
     features = rng.normal(size=(30, 3))
     targets = np.arange(30) % 3
-    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(features, targets))
     seen = record_training_rows(monkeypatch, _self_training, "self_train")
     _, score = self_trained_logistic(1.0, 1000, features, targets, rng.normal(size=(50, 3)),
                                      folds)
-    splits = list(folds.split(features, targets))
-    assert len(seen) == len(splits) + 1  # all labeled rows, then one per fold
-    for rows, (train, test) in zip(seen[1:], splits, strict=True):
+    assert len(seen) == len(folds) + 1  # all labeled rows, then one per fold
+    for rows, (train, test) in zip(seen[1:], folds, strict=True):
         np.testing.assert_array_equal(rows, features[train])
         assert not any((rows == features[i]).all(axis=1).any() for i in test)
     assert score < 0  # a mean log-likelihood
@@ -84,11 +83,11 @@ def test_the_held_out_likelihood_is_weighted_as_the_plain_regressions_is():
     features[:, 0] += 2 * targets
     weights = rng.uniform(0.1, 3.0, size=40)
     unlabeled = rng.normal(size=(60, 3))
-    folds = StratifiedKFold(4, shuffle=True, random_state=0)
+    folds = list(StratifiedKFold(4, shuffle=True, random_state=0).split(features, targets))
     _, score = self_trained_logistic(1.0, 1000, features, targets, unlabeled, folds, weights)
     fold_models = [(self_train(1.0, 1000, features[train], targets[train], unlabeled,
                                weights[train])[0], test)
-                   for train, test in folds.split(features, targets)]
+                   for train, test in folds]
     expected = np.mean([
         np.average(np.log(model.predict_proba(features[test])[np.arange(len(test)),
                                                                targets[test]]),

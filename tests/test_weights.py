@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.model_selection import StratifiedKFold
@@ -15,7 +17,7 @@ from qmatch_sklearn import (
     SupervisedMLPClassifier,
     SupervisedMLPRegressor,
 )
-from qmatch_sklearn._classifier import fit_logistic_head_
+from qmatch_sklearn._classifier import fit_logistic_head_, head_folds
 from qmatch_sklearn._engine import FineTuneNet, all_rows
 
 from .conftest import tiny_encoder_params
@@ -142,3 +144,72 @@ def test_the_ridge_head_matches_ridge_cv_with_the_same_weights():
         Z.astype(np.float64), standardised.reshape(-1, 1), sample_weight=sample_weight)
     np.testing.assert_allclose(regressor.network_[1].weight.numpy().ravel(),
                                expected.coef_.ravel(), rtol=1e-4, atol=1e-5)
+
+
+def _stratified_targets(draw_sizes):
+    return np.repeat(np.arange(len(draw_sizes)), draw_sizes)
+
+
+@given(sizes=st.lists(st.integers(2, 12), min_size=2, max_size=4), seed=st.integers(0, 2**16),
+       weighted=st.booleans())
+def test_without_zero_weights_the_head_s_folds_are_stratified_k_fold_s(sizes, seed, weighted):
+    """Positive weights or none: the folds ``StratifiedKFold`` gives, unchanged."""
+    targets = np.random.default_rng(seed).permutation(_stratified_targets(sizes))
+    weights = np.random.default_rng(seed).uniform(0.1, 2.0, len(targets)) if weighted else None
+    expected = StratifiedKFold(min(5, min(sizes)), shuffle=True, random_state=seed)
+    for (train, test), (train_, test_) in zip(
+        head_folds(targets, seed, weights), expected.split(targets, targets), strict=True
+    ):
+        np.testing.assert_array_equal(train, train_)
+        np.testing.assert_array_equal(test, test_)
+
+
+@given(sizes=st.lists(st.integers(1, 12), min_size=2, max_size=4), seed=st.integers(0, 2**16),
+       zero_share=st.floats(0.0, 0.95))
+def test_every_fold_of_the_head_trains_and_scores_on_rows_that_count(sizes, seed, zero_share):
+    """Rows of weight 0 never fill a fold: each fold's training and held-out
+    rows hold a row of positive weight of every class; the held-out rows cover
+    every row once. No folds when a class has fewer than two rows that count."""
+    rng = np.random.default_rng(seed)
+    targets = rng.permutation(_stratified_targets(sizes))
+    weights = np.where(rng.uniform(size=len(targets)) < zero_share, 0.0, 1.0)
+    folds = head_folds(targets, seed, weights)
+    counting = np.bincount(targets[weights > 0], minlength=len(sizes))
+    if counting.min() < 2:
+        assert folds is None
+        return
+    assert len(folds) == min(5, counting.min())
+    for train, test in folds:
+        for rows in (train, test):
+            assert set(targets[rows[weights[rows] > 0]]) == set(range(len(sizes)))
+        np.testing.assert_array_equal(np.sort(np.r_[train, test]), np.arange(len(targets)))
+    np.testing.assert_array_equal(np.sort(np.concatenate([test for _, test in folds])),
+                                  np.arange(len(targets)))
+
+
+def test_the_logistic_head_leaves_rows_of_weight_0_out(imbalanced):
+    """Weight 0 on most rows, on more than a fold's worth of the rare class:
+    the head fitted on the rows that count alone (to the solver's rounding)."""
+    X, y = imbalanced
+    weights = np.random.RandomState(1).uniform(0.2, 3.0, len(y))
+    weights[np.flatnonzero(y == 1)[6:]] = 0.0  # six rows of the rare class count
+    weights[np.flatnonzero(y == 0)[100:]] = 0.0
+    heads = []
+    for rows, row_weights in ((slice(None), weights), (weights > 0, weights[weights > 0])):
+        head = torch.nn.Linear(X.shape[1], 2)
+        fit_logistic_head_(head, X[rows], y[rows], 7, row_weights)
+        heads.append(head.weight.detach().numpy())
+    np.testing.assert_allclose(*heads, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("counting", [1, 2, 4])
+def test_a_classifier_fits_when_few_rows_count(imbalanced, counting):
+    """``counting`` rows of each class weigh more than 0, the others 0 (a
+    cross-validation fold of rows of weight 0 alone stopped the fit before)."""
+    X, y = imbalanced
+    weights = np.zeros(len(y))
+    for label in (0, 1):
+        weights[np.flatnonzero(y == label)[:counting]] = 1.0
+    model = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
+                             random_state=0, device="cpu").fit(X, y, sample_weight=weights)
+    assert np.isfinite(model.predict_proba(X)).all()
