@@ -216,6 +216,9 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     #: Fitted attributes of the closed-form head, and their values where it does not set
     #: them (the other heads; models saved before an attribute existed).
     _head_attributes = {"embedding_weight_": 1.0}
+    #: How many labeled rows must weigh more than 0 (a regression needs two: its
+    #: targets' spread, the leave-one-out error of its closed-form head).
+    _min_weighted_rows = 1
 
     def _network_skeleton(self):
         # the encoder network may be the user's (architecture=...): its output
@@ -408,10 +411,15 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             weights = per_class if weights is None else weights * per_class
         if weights is None:
             return None
-        if not weights.sum() > 0:
+        counting = int(np.count_nonzero(weights > 0))
+        if counting < self._min_weighted_rows:
+            needed = "one labeled row" if self._min_weighted_rows == 1 else (
+                f"{self._min_weighted_rows} labeled rows")
+            source = "sample_weight, class_weight" if hasattr(self, "class_weight") else (
+                "sample_weight")
             raise ValueError(
-                f"{type(self).__name__}: the labeled rows' weights (sample_weight, "
-                "class_weight) sum to zero; at least one labeled row must weigh more than 0."
+                f"{type(self).__name__}: {counting} labeled rows weigh more than 0 "
+                f"({source}); at least {needed} must."
             )
         return None if np.all(weights == weights[0]) else weights.astype(np.float32)
 

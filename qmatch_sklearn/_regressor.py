@@ -100,6 +100,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss"})],
                               "clip_predictions": ["boolean"]}
     _closed_form_head = RIDGE
+    _min_weighted_rows = 2
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -116,8 +116,12 @@ CASES = {
     "negative sample_weight": (classifier(), (X, Y_SEMI), ValueError, "Negative values",
                                {"sample_weight": -np.ones(len(Y))}),
     "labeled rows all of weight 0": (
-        classifier(), (X, Y_SEMI), ValueError, "sum to zero",
+        classifier(), (X, Y_SEMI), ValueError, "0 labeled rows weigh more than 0",
         {"sample_weight": np.where(Y_SEMI == -1, 1.0, 0.0)}),
+    "regressor with 1 labeled row of weight above 0": (
+        regressor(), (X, Y_REAL_SEMI), ValueError,
+        r"1 labeled rows weigh more than 0 \(sample_weight\); at least 2",
+        {"sample_weight": np.where(np.arange(len(Y)) == 4, 1.0, 0.0)}),
     "class_weight naming an unseen class": (classifier(class_weight={0: 1.0, 9: 2.0}),
                                             (X, Y_SEMI), ValueError, r"class_weight has.*\[9\]"),
     "class_weight with a negative weight": (classifier(class_weight={0: 1.0, 1: -1.0}),
