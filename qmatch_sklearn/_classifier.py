@@ -394,7 +394,9 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
             early-stopping loss of the held-out rows and the logistic head
             (multiplied by ``class_weight``). Unlabeled rows' weights are
             ignored: pretraining treats every row alike. ``X_val`` rows
-            are weighted by ``class_weight`` only.
+            are weighted by ``class_weight`` only. At least one labeled row
+            must weigh more than 0; the logistic head cross-validates on the
+            rows that do.
 
         Returns
         -------

@@ -128,7 +128,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             Non-negative weights of the rows in the supervised loss, the
             early-stopping loss of the held-out rows and the ridge head.
             Unlabeled rows' weights are ignored: pretraining treats every row
-            alike. ``X_val`` rows are unweighted.
+            alike. ``X_val`` rows are unweighted. At least two labeled rows
+            must weigh more than 0.
 
         Returns
         -------
