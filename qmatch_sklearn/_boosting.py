@@ -23,6 +23,7 @@ numbers only and loads without unpickling anything.
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+from scipy.sparse import issparse
 from scipy.special import log_softmax
 from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -142,14 +143,16 @@ def export_trees(model, columns):
 
 
 def _raw_scores(trees, X):
-    """The boosting's raw scores of the rows ``X``: baseline plus, for each
-    tree, the value of the leaf the row reaches (left when the feature is at
-    most the threshold, NaN going the way ``missing_left`` says)."""
+    """The boosting's raw scores of the rows ``X`` (dense, or a sparse matrix
+    densified a batch at a time): baseline plus, for each tree, the value of
+    the leaf the row reaches (left when the feature is at most the threshold,
+    NaN going the way ``missing_left`` says)."""
     n_rows = X.shape[0]
     scores = np.tile(trees["baseline"], (n_rows, 1))
     for start in range(0, n_rows, ROWS_PER_BATCH):
         batch = slice(start, start + ROWS_PER_BATCH)
-        rows = np.asarray(X[batch], dtype=np.float64)
+        rows = X[batch].toarray() if issparse(X) else X[batch]
+        rows = np.asarray(rows, dtype=np.float64)
         node = np.repeat(trees["roots"][:, None], len(rows), axis=1)
         row = np.arange(len(rows))[None, :]
         while True:

@@ -32,7 +32,8 @@ mapped. Sparse input is never densified: its columns are divided by the
 scale (the standard deviation over all entries, implicit zeros included, or
 the largest absolute value of a two-valued column) and not centred, as
 ``StandardScaler(with_mean=False)`` does; the encoder's input batch norm
-centres them.
+centres them. (An estimator fitted on dense rows centres sparse rows it is
+given later, densified, so that the same rows give the same results.)
 
 Standardisation rather than a quantile-normal map (the paper's
 preprocessing): it is the map of the few-label benchmark's preprocessed path,
@@ -120,12 +121,13 @@ def fit_scaling(X):
 
 
 def apply_scaling(X, center, scale):
-    """``(X - center) / scale`` as float32 (CSR stays CSR, only scaled), computed
-    in float64 in row blocks; ``center`` None: ``X`` as float32 (an estimator
-    saved before the scaling existed)."""
+    """``(X - center) / scale`` as float32, computed in float64 in row blocks;
+    ``center`` None: ``X`` as float32 (an estimator saved before the scaling
+    existed). Sparse ``X`` stays CSR, only scaled, where ``center`` is 0 (fitted
+    on sparse rows); centred by a map fitted on dense rows, it becomes dense."""
     if center is None:
         return X.astype(np.float32, copy=False)
-    if sp.issparse(X):
+    if sp.issparse(X) and not np.any(center):
         X = sp.csr_matrix(X)
         data = X.data.astype(np.float64) / scale[X.indices]
         return sp.csr_matrix((data.astype(np.float32), X.indices.copy(), X.indptr.copy()),

@@ -81,6 +81,17 @@ def test_sparse_columns_are_scaled_not_centred_and_stay_sparse(a, seed):
     np.testing.assert_array_equal(np.unique(mapped.toarray()[:, 5]), [0.0, 1.0])
 
 
+def test_sparse_rows_read_by_a_map_fitted_on_dense_rows_are_centred():
+    """Fitted on dense rows, the map centres the same rows given as CSR: they
+    become the dense rows' network input (a classifier with boosted trees
+    predicted on them differently, by up to 0.48 in probability)."""
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(40, 3)) * (rng.random((40, 3)) < 0.5) + 2.0
+    center, scale = fit_scaling(dense)
+    np.testing.assert_array_equal(apply_scaling(sp.csr_matrix(dense), center, scale),
+                                  apply_scaling(dense, center, scale))
+
+
 def test_sparse_statistics_equal_the_dense_ones():
     rng = np.random.default_rng(0)
     dense = rng.normal(size=(200, 4)) * (rng.random((200, 4)) < 0.4)
