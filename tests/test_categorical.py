@@ -242,6 +242,21 @@ def test_transform_refuses_a_column_whose_kind_changed():
         encoder.transform(changed)
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda X: X[X.columns[::-1]], "Feature names must be in the same order"),
+    (lambda X: X.assign(extra=1.0), "Feature names unseen at fit time:\n- extra"),
+    (lambda X: X.drop(columns="x2"), "Feature names seen at fit time, yet now missing:\n- x2"),
+])
+def test_a_table_whose_columns_changed_is_refused_by_their_names(change, message):
+    """Reordered, added or dropped columns are named as scikit-learn names them,
+    before the columns' kinds are compared by position (which gave a numpy
+    broadcasting error, or named a reordered column's kind as changed)."""
+    X, _ = table()
+    encoder = QMatchEncoder(**TINY).fit(X)
+    with pytest.raises(ValueError, match=message):
+        encoder.transform(change(X))
+
+
 def test_an_array_for_a_table_fitted_with_integer_column_names_is_refused_by_name():
     X, _ = table()
     X.columns = range(X.shape[1])  # no feature_names_in_: the names are not strings
