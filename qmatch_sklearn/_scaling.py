@@ -74,15 +74,25 @@ def _observed_moments(X):
     return count, mean, low, high
 
 
+def _power_of_two_above(largest):
+    """Per column, the power of two 2^e at or above ``largest`` (1 where it is 0,
+    infinite or NaN). Deviations divided by it square without overflow (values
+    beyond ~1e154) or underflow (below ~1e-154); dividing by a power of two is
+    exact, so a column in ordinary units gets the same standard deviation to
+    the last bit."""
+    return np.ldexp(1.0, np.frexp(np.where(np.isfinite(largest), largest, 0.0))[1])
+
+
 def _dense_scaling(X):
     count, mean, low, high = _observed_moments(X)
+    unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))
     squares = np.zeros(X.shape[1])
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
     for block in dense_blocks(X):
         observed = ~np.isnan(block)
-        squares += (np.where(observed, block - mean, 0.0) ** 2).sum(axis=0)
+        squares += (np.where(observed, (block - mean) / unit, 0.0) ** 2).sum(axis=0)
         others |= (observed & (block != low) & (block != high)).any(axis=0)
-    std = np.sqrt(squares / np.maximum(count, 1))
+    std = np.sqrt(squares / np.maximum(count, 1)) * unit
     two_valued = ~others
     center = np.where(two_valued, low, mean)
     scale = np.where(two_valued, high - low, std)
@@ -99,12 +109,14 @@ def _sparse_scaling(X):
     count = n_rows - np.bincount(X.indices[~observed], minlength=n_features)
     mean = np.bincount(columns, data, minlength=n_features) / np.maximum(count, 1)
     # implicit zeros are entries too: (count - stored) of them, each (0 - mean)^2
-    stored = np.bincount(columns, minlength=n_features)
-    squares = np.bincount(columns, (data - mean[columns]) ** 2, minlength=n_features)
-    squares += (count - stored) * mean**2
-    std = np.sqrt(squares / np.maximum(count, 1))
     largest = np.zeros(n_features)
     np.maximum.at(largest, columns, np.abs(data))
+    unit = _power_of_two_above(largest)
+    stored = np.bincount(columns, minlength=n_features)
+    squares = np.bincount(columns, ((data - mean[columns]) / unit[columns]) ** 2,
+                          minlength=n_features)
+    squares += (count - stored) * (mean / unit) ** 2
+    std = np.sqrt(squares / np.maximum(count, 1)) * unit
     nonzero = data != 0
     first = np.zeros(n_features)
     first[columns[nonzero]] = data[nonzero]  # one of each column's non-zero values

@@ -49,6 +49,23 @@ def test_the_network_input_does_not_depend_on_the_units(ab, missing, seed):
 
 
 @settings(max_examples=40, deadline=None)
+@given(exponent=st.integers(-300, 300), sparse=st.booleans(), seed=st.integers(0, 2**16))
+def test_columns_in_extreme_units_are_standardised(exponent, sparse, seed):
+    """Units of 1e-300 to 1e300: deviations whose squares overflowed (from
+    ~1e154) or vanished (below ~1e-154) gave the column an infinite scale or
+    none (it read as zeros, or unscaled); they are squared divided by a power
+    of two above the column's largest value."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 3)) * (rng.random((60, 3)) < 0.6)
+    X[:3] = np.eye(3)  # every column has three values or more
+    rows = sp.csr_matrix if sparse else np.asarray
+    reference = fit_scaling(rows(X))
+    center, scale = fit_scaling(rows(X * 10.0**exponent))
+    np.testing.assert_allclose(scale / 10.0**exponent, reference[1], rtol=1e-12)
+    np.testing.assert_allclose(center / 10.0**exponent, reference[0], rtol=1e-12, atol=1e-300)
+
+
+@settings(max_examples=40, deadline=None)
 @given(a=factors, b=offsets, low=st.floats(-50, 50), gap=st.floats(0.1, 50),
        seed=st.integers(0, 2**16))
 def test_a_two_valued_column_becomes_0_1_and_a_constant_one_0(a, b, low, gap, seed):
