@@ -171,7 +171,8 @@ def input_feature_names(names, mask, categories):
 
 def check_dtypes_unchanged(estimator, X):
     """With ``categorical_features="from_dtype"``, raise a ValueError naming the
-    columns of ``X`` whose kind (categorical or numeric) differs from fit."""
+    columns of ``X`` whose kind (categorical or numeric) differs from fit, after
+    scikit-learn's check of the columns' names and number."""
     if not isinstance(X, pd.DataFrame):
         names = np.asarray(getattr(estimator, "feature_names_in_",
                                    np.arange(len(estimator.is_categorical_))))
@@ -181,6 +182,9 @@ def check_dtypes_unchanged(estimator, X):
             f"({', '.join(map(str, names))}); "
             f"pass a DataFrame with the same columns, not {type(X).__name__}."
         )
+    # the columns' names and number first, as scikit-learn checks them: kinds are
+    # compared by position
+    validate_data(estimator, X, reset=False, skip_check_array=True)
     changed = np.flatnonzero(_categorical_dtypes(X) != estimator.is_categorical_)
     if len(changed):
         described = ", ".join(

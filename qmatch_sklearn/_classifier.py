@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy.sparse import issparse
 from scipy.special import log_softmax
@@ -323,7 +324,9 @@ def labeled_mask(y):
 
     As in ``SelfTrainingClassifier``, a string-dtype ``y`` is refused (it
     cannot hold the integer -1, and the string "-1" would silently become a
-    class), and so is the string "-1" in an object array.
+    class), and so is the string "-1" in an object array; so are, in an object
+    array, None or NaN (a natural mark of an unlabeled row, which would reach
+    a sort with the strings) and labels that mix strings and numbers.
     """
     y = np.asarray(y)
     if y.dtype.kind in "US":
@@ -338,7 +341,18 @@ def labeled_mask(y):
         raise ValueError(
             "y holds the string '-1'; unlabeled rows are marked with the integer -1."
         )
-    return np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
+    mask = np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
+    if any(v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) for v in y[mask]):
+        raise ValueError(
+            "y holds None or NaN; a classifier's unlabeled rows are marked with the "
+            "integer -1, e.g. np.array(['cat', -1], dtype=object)."
+        )
+    if len({isinstance(v, str) for v in y[mask]}) > 1:
+        raise ValueError(
+            "y mixes strings and numbers among its labels (the integer -1 aside, which "
+            "marks unlabeled rows); pass labels of one type."
+        )
+    return mask
 
 
 def _stratify_or_none(y, validation_fraction):

@@ -37,8 +37,6 @@ def check_features(estimator, X, y="no_validation", *, reset):
     mask = getattr(estimator, "is_categorical_", None) if table else None
     if mask is not None:
         if not reset and estimator._categorical_param() == "from_dtype":
-            # the columns' names and number first: a kind is compared by position
-            validate_data(estimator, X, reset=False, skip_check_array=True)
             check_dtypes_unchanged(estimator, X)
         return check_table(estimator, X, y, reset=reset, mask=mask,
                            categories=estimator.categories_,

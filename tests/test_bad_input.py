@@ -115,6 +115,13 @@ CASES = {
                                         "sample_weight.shape", {"sample_weight": np.ones(5)}),
     "negative sample_weight": (classifier(), (X, Y_SEMI), ValueError, "Negative values",
                                {"sample_weight": -np.ones(len(Y))}),
+    "classifier y with None for unlabeled rows": (
+        classifier(), (X, np.array(["a" if v else None for v in Y == 1], dtype=object)),
+        ValueError, "y holds None or NaN; a classifier's unlabeled rows are marked with the "
+                    "integer -1"),
+    "classifier y mixing strings and numbers": (
+        classifier(), (X, np.array(["a" if v == 1 else v for v in Y_SEMI], dtype=object)),
+        ValueError, "y mixes strings and numbers among its labels"),
     "labeled rows all of weight 0": (
         classifier(), (X, Y_SEMI), ValueError, "0 labeled rows weigh more than 0",
         {"sample_weight": np.where(Y_SEMI == -1, 1.0, 0.0)}),
