@@ -169,10 +169,9 @@ def input_feature_names(names, mask, categories):
     return np.asarray(out, dtype=object)
 
 
-def check_dtypes_unchanged(estimator, X):
+def refuse_an_array(estimator, X):
     """With ``categorical_features="from_dtype"``, raise a ValueError naming the
-    columns of ``X`` whose kind (categorical or numeric) differs from fit, after
-    scikit-learn's check of the columns' names and number."""
+    categorical columns when ``X`` is not a DataFrame (it has no dtypes)."""
     if not isinstance(X, pd.DataFrame):
         names = np.asarray(getattr(estimator, "feature_names_in_",
                                    np.arange(len(estimator.is_categorical_))))
@@ -182,9 +181,12 @@ def check_dtypes_unchanged(estimator, X):
             f"({', '.join(map(str, names))}); "
             f"pass a DataFrame with the same columns, not {type(X).__name__}."
         )
-    # the columns' names and number first, as scikit-learn checks them: kinds are
-    # compared by position
-    validate_data(estimator, X, reset=False, skip_check_array=True)
+
+
+def check_dtypes_unchanged(estimator, X):
+    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
+    columns of the DataFrame ``X`` whose kind (categorical or numeric) differs
+    from fit, compared by position (the names were checked before)."""
     changed = np.flatnonzero(_categorical_dtypes(X) != estimator.is_categorical_)
     if len(changed):
         described = ", ".join(
@@ -216,21 +218,27 @@ def one_hot_table(X, mask, categories, numeric):
 
 
 def check_table(estimator, X, y="no_validation", *, reset, mask, categories, numeric_map,
-                **check_params):
+                dtypes_from_fit=False, **check_params):
     """``validate_data`` for a table with the categorical columns ``mask`` (fit
     at ``reset``), returning the network's input rows (and ``y``).
 
-    Column names and count are checked as ``validate_data`` does; the numeric
-    columns are checked with ``check_params`` (finite or NaN) and mapped to
-    the network's float32 input by ``numeric_map``, and the categorical ones
-    one-hot encoded (:func:`one_hot_table`).
+    Column names and count are checked as ``validate_data`` does, then, with
+    ``dtypes_from_fit``, each column's kind against fit's
+    (:func:`check_dtypes_unchanged`); the numeric columns are checked with
+    ``check_params`` (finite or NaN) and mapped to the network's float32 input
+    by ``numeric_map``, and the categorical ones one-hot encoded
+    (:func:`one_hot_table`).
     """
+    if dtypes_from_fit:
+        refuse_an_array(estimator, X)
     validate_data(estimator, X, skip_check_array=True, reset=reset)
     if len(mask) != X.shape[1]:  # categories fitted elsewhere (a fitted, frozen encoder)
         raise ValueError(
             f"X has {X.shape[1]} features, but the categorical columns were fitted on "
             f"{len(mask)} features."
         )
+    if dtypes_from_fit:
+        check_dtypes_unchanged(estimator, X)
     frame = _as_frame(X)
     numeric = frame.iloc[:, np.flatnonzero(~mask)]
     check_params = {"ensure_min_features": 0, "estimator": estimator, **check_params}

@@ -76,7 +76,7 @@ class LogisticAverage:
     p_k w_k over the regressions, ``twin_weights`` each kind of twin's share of
     the regressions' weight, ``unconverged`` the C of each regression that did
     not converge, ``folds`` the cross-validation folds (:func:`head_folds`;
-    None when a class has fewer than two rows of positive weight).
+    None when a class has one row of positive weight).
     """
 
     coef: np.ndarray
@@ -114,19 +114,21 @@ def neg_log_loss(model, X, y, sample_weight=None):
 
 def head_folds(targets, seed, sample_weight=None):
     """The closed-form head's cross-validation folds, a list of ``(train,
-    test)`` row indices, or None when a class has fewer than two rows of
-    positive weight (the head then fits C=1 without cross-validation).
+    test)`` row indices, or None when a class has one row of positive weight
+    (the head then fits C=1 without cross-validation).
 
     The rows of positive weight are split by scikit-learn's ``StratifiedKFold``
-    (shuffled by ``seed``) into as many folds (at most 5) as the smallest class's
-    count of them allows, so that every fold scores and trains on rows that
-    count. Rows of weight 0 count in neither a fit nor a score; they are dealt
-    over the test folds in turn, in an order shuffled by ``seed``. Without
-    weights of 0 these are ``StratifiedKFold``'s folds of all the rows.
+    (shuffled by ``seed``) into as many folds (at most 5) as allows the
+    smallest count of them in a class that has any, so that every fold scores
+    and trains on rows that count. Rows of weight 0 (a class may have only
+    such rows) count in neither a fit nor a score; they are dealt over the
+    test folds in turn, class by class in an order shuffled by ``seed``.
+    Without weights of 0 these are ``StratifiedKFold``'s folds of all the rows.
     """
     positive = (np.ones(len(targets), dtype=bool) if sample_weight is None
                 else np.asarray(sample_weight) > 0)
-    smallest = np.bincount(targets[positive], minlength=int(targets.max()) + 1).min()
+    counts = np.bincount(targets[positive])
+    smallest = counts[counts > 0].min()
     if smallest < 2:
         return None
     n_folds = min(5, smallest)
@@ -134,6 +136,7 @@ def head_folds(targets, seed, sample_weight=None):
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
     tests = [counted[test] for _, test in splitter.split(counted, targets[counted])]
     ignored = np.random.default_rng(seed).permutation(np.flatnonzero(~positive))
+    ignored = ignored[np.argsort(targets[ignored], kind="stable")]
     tests = [np.sort(np.r_[test, ignored[k::n_folds]]) for k, test in enumerate(tests)]
     rows = np.arange(len(targets))
     return [(np.setdiff1d(rows, test), test) for test in tests]
@@ -158,7 +161,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     The regularisation C is chosen among scikit-learn's ten defaults by
     stratified cross-validation (log-loss) on the labeled rows
     (:func:`head_folds`: as many folds, at most 5, as the smallest class's rows
-    of positive weight allow); C=1 when a class has fewer than two. When
+    of positive weight allow); C=1 when a class has one. When
     ``embeddings`` end with ``n_embedding`` embedding columns beside the input
     features, one regression is fitted for each weight of
     that block (C chosen for each, on the same folds) and their scores are

@@ -411,15 +411,14 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             weights = per_class if weights is None else weights * per_class
         if weights is None:
             return None
-        counting = int(np.count_nonzero(weights > 0))
+        # counted as the losses read them, in float32 (where 1e-50 is 0)
+        counting = int(np.count_nonzero(weights.astype(np.float32) > 0))
         if counting < self._min_weighted_rows:
-            needed = "one labeled row" if self._min_weighted_rows == 1 else (
-                f"{self._min_weighted_rows} labeled rows")
             source = "sample_weight, class_weight" if hasattr(self, "class_weight") else (
                 "sample_weight")
             raise ValueError(
-                f"{type(self).__name__}: {counting} labeled rows weigh more than 0 "
-                f"({source}); at least {needed} must."
+                f"{type(self).__name__}: the labeled rows of weight above 0 ({source}) "
+                f"number {counting}; at least {self._min_weighted_rows} are needed."
             )
         return None if np.all(weights == weights[0]) else weights.astype(np.float32)
 

@@ -76,11 +76,12 @@ def _observed_moments(X):
 
 def _power_of_two_above(largest):
     """Per column, the power of two 2^e at or above ``largest`` (1 where it is 0,
-    infinite or NaN). Deviations divided by it square without overflow (values
-    beyond ~1e154) or underflow (below ~1e-154); dividing by a power of two is
-    exact, so a column in ordinary units gets the same standard deviation to
-    the last bit."""
-    return np.ldexp(1.0, np.frexp(np.where(np.isfinite(largest), largest, 0.0))[1])
+    infinite or NaN; 2^1023, float64's largest, from there on). Deviations
+    divided by it square without overflow (values beyond ~1e154) or underflow
+    (below ~1e-154); dividing by a power of two is exact, so a column in
+    ordinary units gets the same standard deviation to the last bit."""
+    exponent = np.frexp(np.where(np.isfinite(largest), largest, 0.0))[1]
+    return np.ldexp(1.0, np.minimum(exponent, np.finfo(np.float64).maxexp - 1))
 
 
 def _dense_scaling(X):

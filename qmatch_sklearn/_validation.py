@@ -6,7 +6,7 @@ from pandas.api.types import is_numeric_dtype
 from scipy.sparse import issparse
 from sklearn.utils.validation import validate_data
 
-from ._categorical import TableInputMixin, check_dtypes_unchanged, check_table
+from ._categorical import TableInputMixin, check_table
 from ._columns import column_position, name_positions
 from ._scaling import apply_scaling
 
@@ -20,7 +20,9 @@ def check_features(estimator, X, y="no_validation", *, reset):
 
     Sparse input (e.g. a ColumnTransformer's one-hot output) stays sparse, as
     CSR: the engine densifies one batch at a time, so a wide one-hot matrix
-    never exists densely in memory. Missing values (NaN) pass: the networks
+    never exists densely in memory (except given to an estimator fitted on
+    dense rows, whose map centres it: it becomes dense, as those rows were).
+    Missing values (NaN) pass: the networks
     take them natively (``_missing.py``); infinity raises. A hint is given
     when the input holds strings.
 
@@ -36,9 +38,9 @@ def check_features(estimator, X, y="no_validation", *, reset):
         estimator.is_categorical_, estimator.categories_ = estimator._fit_categories(X)
     mask = getattr(estimator, "is_categorical_", None) if table else None
     if mask is not None:
-        if not reset and estimator._categorical_param() == "from_dtype":
-            check_dtypes_unchanged(estimator, X)
         return check_table(estimator, X, y, reset=reset, mask=mask,
+                           dtypes_from_fit=(not reset
+                                            and estimator._categorical_param() == "from_dtype"),
                            categories=estimator.categories_,
                            numeric_map=lambda numeric: _in_network_units(
                                estimator, numeric, reset, mask),

@@ -123,12 +123,18 @@ CASES = {
         classifier(), (X, np.array(["a" if v == 1 else v for v in Y_SEMI], dtype=object)),
         ValueError, "y mixes strings and numbers among its labels"),
     "labeled rows all of weight 0": (
-        classifier(), (X, Y_SEMI), ValueError, "0 labeled rows weigh more than 0",
+        classifier(), (X, Y_SEMI), ValueError,
+        r"the labeled rows of weight above 0 \(sample_weight, class_weight\) number 0",
         {"sample_weight": np.where(Y_SEMI == -1, 1.0, 0.0)}),
     "regressor with 1 labeled row of weight above 0": (
         regressor(), (X, Y_REAL_SEMI), ValueError,
-        r"1 labeled rows weigh more than 0 \(sample_weight\); at least 2",
+        r"the labeled rows of weight above 0 \(sample_weight\) number 1; at least 2 are",
         {"sample_weight": np.where(np.arange(len(Y)) == 4, 1.0, 0.0)}),
+    "regressor with a second labeled row of weight 0 in float32": (
+        regressor(), (X, Y_REAL_SEMI), ValueError,
+        r"the labeled rows of weight above 0 \(sample_weight\) number 1",
+        {"sample_weight": np.where(np.arange(len(Y)) == 4, 1.0,
+                                   np.where(np.arange(len(Y)) == 8, 1e-50, 0.0))}),
     "class_weight naming an unseen class": (classifier(class_weight={0: 1.0, 9: 2.0}),
                                             (X, Y_SEMI), ValueError, r"class_weight has.*\[9\]"),
     "class_weight with a negative weight": (classifier(class_weight={0: 1.0, 1: -1.0}),

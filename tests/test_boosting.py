@@ -203,10 +203,13 @@ def test_where_trees_predict_better_they_take_the_weight():
     model = classifier().fit(X, y_semi)
     assert model.boosting_weight_ > 0.9 and model.boosted_trees_ is not None
     assert (model.predict(X[300:]) == y[300:]).mean() > 0.8
-    # the same rows as a sparse matrix: the trees read them a densified batch at a time
+    # the same rows as a sparse matrix: centred as the dense ones, and (for a map
+    # that leaves them sparse) read by the trees a densified batch at a time
     sparse_rows = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X))
     np.testing.assert_allclose(model.predict_proba(sparse_rows),
                                model.predict_proba(sparse_rows.toarray()), rtol=1e-6)
+    np.testing.assert_array_equal(tree_log_proba(model.boosted_trees_, sparse_rows, 1.5),
+                                  tree_log_proba(model.boosted_trees_, sparse_rows.toarray(), 1.5))
 
 
 def test_where_a_linear_head_predicts_better_the_trees_weigh_little():

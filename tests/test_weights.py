@@ -168,20 +168,22 @@ def test_without_zero_weights_the_head_s_folds_are_stratified_k_fold_s(sizes, se
        zero_share=st.floats(0.0, 0.95))
 def test_every_fold_of_the_head_trains_and_scores_on_rows_that_count(sizes, seed, zero_share):
     """Rows of weight 0 never fill a fold: each fold's training and held-out
-    rows hold a row of positive weight of every class; the held-out rows cover
-    every row once. No folds when a class has fewer than two rows that count."""
+    rows hold a row of positive weight of every class that has one (a class
+    may weigh 0 in all); the held-out rows cover every row once. No folds when
+    a class has exactly one row that counts."""
     rng = np.random.default_rng(seed)
     targets = rng.permutation(_stratified_targets(sizes))
     weights = np.where(rng.uniform(size=len(targets)) < zero_share, 0.0, 1.0)
+    weights[0] = 1.0  # some row counts (the estimators refuse weights all 0)
     folds = head_folds(targets, seed, weights)
     counting = np.bincount(targets[weights > 0], minlength=len(sizes))
-    if counting.min() < 2:
+    if counting[counting > 0].min() < 2:
         assert folds is None
         return
-    assert len(folds) == min(5, counting.min())
+    assert len(folds) == min(5, counting[counting > 0].min())
     for train, test in folds:
         for rows in (train, test):
-            assert set(targets[rows[weights[rows] > 0]]) == set(range(len(sizes)))
+            assert set(targets[rows[weights[rows] > 0]]) == set(np.flatnonzero(counting))
         np.testing.assert_array_equal(np.sort(np.r_[train, test]), np.arange(len(targets)))
     np.testing.assert_array_equal(np.sort(np.concatenate([test for _, test in folds])),
                                   np.arange(len(targets)))
@@ -200,6 +202,18 @@ def test_the_logistic_head_leaves_rows_of_weight_0_out(imbalanced):
         fit_logistic_head_(head, X[rows], y[rows], 7, row_weights)
         heads.append(head.weight.detach().numpy())
     np.testing.assert_allclose(*heads, rtol=1e-4, atol=1e-6)
+
+
+def test_a_class_of_weight_0_keeps_the_head_s_cross_validation():
+    """``class_weight`` 0 for a class: the other classes' rows still choose C on
+    folds and weigh the boosted member (one fold of C=1 alone before)."""
+    X, y = make_classification(n_samples=300, n_features=8, n_informative=5, n_classes=3,
+                               random_state=0)
+    assert len(head_folds(y, 0, np.where(y == 2, 0.0, 1.0))) == 5
+    model = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
+                             class_weight={0: 1.0, 1: 1.0, 2: 0.0}, random_state=0,
+                             device="cpu").fit(X, y)
+    assert model.boosting_weight_ > 0 and np.isfinite(model.predict_proba(X)).all()
 
 
 @pytest.mark.parametrize("counting", [1, 2, 4])
