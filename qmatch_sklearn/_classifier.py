@@ -345,7 +345,7 @@ def labeled_mask(y):
             "y holds the string '-1'; unlabeled rows are marked with the integer -1."
         )
     mask = np.array([not (isinstance(v, numbers.Number) and v == UNLABELED) for v in y])
-    if any(v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) for v in y[mask]):
+    if any(pd.api.types.is_scalar(v) and pd.isna(v) for v in y[mask]):  # None, NaN, NA, NaT
         raise ValueError(
             "y holds None or NaN; a classifier's unlabeled rows are marked with the "
             "integer -1, e.g. np.array(['cat', -1], dtype=object)."
