@@ -23,7 +23,7 @@ import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._base import BasePretextEncoder, _same
 from ._categorical import TableInputMixin
@@ -519,9 +519,12 @@ class PretrainedEncoderMixin:
                 else _unfrozen(self.encoder).categorical_features)
 
     def _fit_categories(self, X):
-        # a fitted, frozen encoder's network reads the columns it was fitted on
+        # a fitted, frozen encoder's network reads the columns it was fitted on, by
+        # position: their names and number are checked as its transform checks them
         if isinstance(self.encoder, FrozenEstimator):
             fitted = self.encoder.estimator
+            check_is_fitted(fitted)
+            validate_data(fitted, X, reset=False, skip_check_array=True)
             return getattr(fitted, "is_categorical_", None), getattr(fitted, "categories_", None)
         return super()._fit_categories(X)
 

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -80,6 +81,20 @@ def test_frozen_encoder_trains_only_the_head(data):
         encoder.transform(X[:5]),
         rtol=1e-5, atol=1e-6,
     )
+
+
+@pytest.mark.parametrize("columns", [list("jihgfedcba"), list("klmnopqrst")])
+def test_a_frozen_encoder_refuses_columns_it_was_not_fitted_on(data, columns):
+    """Its network reads the columns by position: reordered or renamed ones are
+    refused by name, as its own transform refuses them (read as they came, a
+    column got another's center and scale)."""
+    X, y = data
+    table = pd.DataFrame(X, columns=list("abcdefghij"))
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(table)
+    changed = table[columns] if columns[0] in table else table.set_axis(columns, axis=1)
+    clf = _classifier(freeze_encoder=True).set_params(encoder=FrozenEstimator(encoder))
+    with pytest.raises(ValueError, match="The feature names should match"):
+        clf.fit(changed, y)
 
 
 def test_fine_tuning_changes_a_copy_of_the_encoder(data):
