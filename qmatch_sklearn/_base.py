@@ -30,7 +30,12 @@ from ._precision import resolve_precision
 from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._validation import check_features, check_two_samples, column_groups
+from ._validation import (
+    check_features,
+    check_two_samples,
+    check_validation_features,
+    column_groups,
+)
 from ._warnings import warn
 
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
@@ -121,8 +126,7 @@ class BasePretextEncoder(
             train, valid = split_rows(X.shape[0], fraction, split_seed)
             train_rows, valid_rows = split_datasets(X, None, train, valid, device)
         else:
-            X_val = check_features(self, X_val, reset=False)
-            check_missing_columns(self, X_val, missing is not None)
+            X_val = check_validation_features(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
         result = train_net(

@@ -37,7 +37,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import check_missing_columns, has_missing, missing_values_layer
+from ._missing import has_missing, missing_values_layer
 from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
@@ -45,7 +45,7 @@ from ._precision import resolve_precision
 from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._validation import check_features, check_two_samples
+from ._validation import check_features, check_two_samples, check_validation_features
 from ._warnings import warn
 from .methods import QMatchEncoder
 
@@ -428,8 +428,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         ``X_val`` may have)."""
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
-        X_val = check_features(self, X_val, reset=False)
-        check_missing_columns(self, X_val, has_missing(X))
+        X_val = check_validation_features(self, X_val, has_missing(X))
         y_val = self._validation_target_array(y_val)
         if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(

@@ -8,6 +8,7 @@ from sklearn.utils.validation import validate_data
 
 from ._categorical import TableInputMixin, check_table
 from ._columns import column_position, name_positions
+from ._missing import check_missing_columns
 from ._scaling import apply_scaling
 
 #: What ``check_features`` reads numbers as: float64 stays float64 until the columns are
@@ -63,6 +64,19 @@ def check_features(estimator, X, y="no_validation", *, reset):
         return _in_network_units(estimator, checked, reset)
     X, y = checked
     return _in_network_units(estimator, X, reset), y
+
+
+def check_validation_features(estimator, X_val, fitted_with_missing):
+    """The validation rows ``X_val`` checked as the fit rows were
+    (:func:`check_features`, and no missing values where the network has no
+    layer for them, :func:`~._missing.check_missing_columns`); each error names
+    ``X_val``, whose problem it is (the checks speak of ``X``)."""
+    try:
+        X_val = check_features(estimator, X_val, reset=False)
+        check_missing_columns(estimator, X_val, fitted_with_missing)
+    except ValueError as error:
+        raise ValueError(f"X_val: {error}") from error
+    return X_val
 
 
 def _in_network_units(estimator, numeric, reset, mask=None):

@@ -99,7 +99,12 @@ CASES = {
         encoder(), (np.where(np.arange(X.shape[1]) == 2, np.nan, X),), ValueError,
         r"Column\(s\) \[2\] of X have no observed value",
     ),
-    "X_val with NaN, X without": (encoder(), (X,), ValueError, "X has missing values",
+    "X_val with a column fewer": (encoder(), (X,), ValueError, "^X_val: X has 5 features",
+                                  {"X_val": X[:10, :5]}),
+    "classifier X_val with infinity": (
+        classifier(), (X, Y_SEMI), ValueError, "^X_val: Input X contains infinity",
+        {"X_val": np.where(X[:10] > 1, np.inf, X[:10]), "y_val": Y[:10]}),
+    "X_val with NaN, X without": (encoder(), (X,), ValueError, "^X_val: X has missing values",
                                   {"X_val": np.where(X[:10] > 1, np.nan, X[:10])}),
     "classifier X_val with NaN, X without": (
         classifier(), (X, Y_SEMI), ValueError, "X has missing values",
