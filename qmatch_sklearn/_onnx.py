@@ -23,6 +23,8 @@ import copy
 
 import numpy as np
 import torch
+from scipy.sparse import issparse
+from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
 
@@ -30,21 +32,23 @@ from . import _serving
 MIN_OPSET = 18
 
 
-def serving_module(estimator):
-    """The fitted ``estimator``'s ``transform``, ``predict_proba`` or ``predict`` as
-    one torch module on the CPU (see ``_serving.py``); raises a ValueError for what
-    an ONNX graph of one numeric tensor cannot take."""
-    from sklearn.utils.validation import check_is_fitted
-
-    from ._head import _head_input
-
-    check_is_fitted(estimator)
+def _refuse_native_categories(estimator):
     if getattr(estimator, "is_categorical_", None) is not None:
         raise ValueError(
             f"{type(estimator).__name__} was fitted with native categorical columns, which "
             "an ONNX graph of one numeric tensor cannot take. Encode them upstream (a "
             "OneHotEncoder in a ColumnTransformer before the estimator) to export."
         )
+
+
+def serving_module(estimator):
+    """The fitted ``estimator``'s ``transform``, ``predict_proba`` or ``predict`` as
+    one torch module on the CPU (see ``_serving.py``); raises a ValueError for what
+    an ONNX graph of one numeric tensor cannot take."""
+    from ._head import _head_input
+
+    check_is_fitted(estimator)
+    _refuse_native_categories(estimator)
     center = getattr(estimator, "center_", None)
     n_features = estimator.n_features_in_
     scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
@@ -241,6 +245,21 @@ def to_onnx(model, X, **options):
     """
     import skl2onnx
 
+    check_is_fitted(model)
+    for step in [step for _, step in model.steps] if hasattr(model, "steps") else [model]:
+        _refuse_native_categories(step)
+    if issparse(X):
+        raise ValueError(
+            "to_onnx needs dense sample rows: the exported graph reads a dense tensor "
+            "(sparse input is not supported by the export)."
+        )
+    width = np.shape(X)[1] if np.ndim(X) == 2 else None
+    expected = getattr(model, "n_features_in_", width)
+    if width != expected:
+        raise ValueError(
+            f"to_onnx: the sample X has shape {np.shape(X)}, but the model was fitted on "
+            f"{expected} features; pass a few rows (n_samples, {expected}) as it reads them."
+        )
     register_onnx_converters()
     if hasattr(model, "predict_proba"):
         last = model.steps[-1][1] if hasattr(model, "steps") else model

@@ -189,6 +189,24 @@ def test_native_categorical_columns_are_refused_by_name(wine_with_nan):
         to_onnx(clf, frame.iloc[:, :3].to_numpy())
 
 
+def test_what_the_export_cannot_take_is_refused_before_it_starts(digits):
+    """A sample of another width (the graph was built for it, and failed in ONNX
+    Runtime), a sparse sample (an IndexError) and an unfitted classifier (an
+    AttributeError on classes_) are named."""
+    import scipy.sparse as sp
+    from sklearn.exceptions import NotFittedError
+
+    X, y = digits[0][:200], np.where(np.arange(200) % 5 == 0, digits[1][:200], -1)
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), random_state=0,
+                                device="cpu"), X, y)
+    with pytest.raises(ValueError, match=r"shape \(2, 63\), but the model was fitted on 64"):
+        to_onnx(clf, X[:2, :63])
+    with pytest.raises(ValueError, match="needs dense sample rows"):
+        to_onnx(clf, sp.csr_matrix(X[:2]))
+    with pytest.raises(NotFittedError):
+        to_onnx(QMatchClassifier(), X[:2])
+
+
 def test_an_exported_file_runs_without_our_code(digits, tmp_path):
     X, y = digits[0][::6], digits[1][::6]  # 300 rows: a boosted member, fitted in seconds
     clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
