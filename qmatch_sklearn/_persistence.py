@@ -30,6 +30,7 @@ from ._file_schema import (
     with_added_params,
 )
 from ._networks import isolated_global_rng
+from ._precision import check_float32_default
 from ._version import __version__
 from ._warnings import warn
 
@@ -468,6 +469,7 @@ def load(path):
     >>> bool((restored.predict_proba(X) == clf.predict_proba(X)).all())
     True
     """
+    check_float32_default("qmatch_sklearn.load")
     try:
         with safe_open(path, framework="numpy") as file:
             metadata = file.metadata() or {}

@@ -21,6 +21,18 @@ PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "auto")
 _AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
+def check_float32_default(caller):
+    """Raise a ValueError naming ``caller`` when torch's default dtype is not
+    float32: the networks' layers are built in the default dtype, and in
+    float64 they neither take the float32 rows nor load float32 weights."""
+    if torch.get_default_dtype() != torch.float32:
+        raise ValueError(
+            f"{caller} builds and runs float32 networks, but torch's default dtype is "
+            f"{torch.get_default_dtype()} (torch.set_default_dtype), in which their layers "
+            "would be built. Call torch.set_default_dtype(torch.float32) before it."
+        )
+
+
 @functools.cache
 def cpu_has_fast_bf16():
     """Whether this CPU has bf16 matrix units (Intel AMX, or AVX512-BF16): read

@@ -9,6 +9,7 @@ from sklearn.utils.validation import validate_data
 from ._categorical import TableInputMixin, check_table
 from ._columns import column_position, name_positions
 from ._missing import check_missing_columns
+from ._precision import check_float32_default
 from ._scaling import apply_scaling
 
 #: What ``check_features`` reads numbers as: float64 stays float64 until the columns are
@@ -34,6 +35,7 @@ def check_features(estimator, X, y="no_validation", *, reset):
     The numeric columns are mapped by ``center_`` and ``scale_``
     (``_scaling.py``), fitted at ``reset`` through ``_fit_scaling``.
     """
+    check_float32_default(type(estimator).__name__)
     table = isinstance(estimator, TableInputMixin)
     if reset and table:
         estimator.is_categorical_, estimator.categories_ = estimator._fit_categories(X)

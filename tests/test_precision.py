@@ -8,6 +8,7 @@ import torch
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
+import qmatch_sklearn
 from qmatch_sklearn import (
     METHODS,
     QMatchClassifier,
@@ -145,3 +146,24 @@ def test_the_gradient_scaler_path_of_16_mixed(data, monkeypatch):
     assert encoder.precision_ == "16-mixed"
     assert np.isfinite(encoder.history_[:, "train_loss"]).all()
     assert np.isfinite(encoder.transform(data[0])).all()
+
+
+def test_a_float64_default_dtype_is_named_before_anything_is_built(data, tmp_path):
+    """Under float64, the layers were built in float64: fit failed deep in the batch
+    norm, and load refused a sound file as if it were forged."""
+    X, y = data
+    encoder = QMatchEncoder(**tiny_method_params("qmatch", max_epochs=1)).fit(X)
+    path = tmp_path / "encoder.safetensors"
+    qmatch_sklearn.save(encoder, path)
+    torch.set_default_dtype(torch.float64)
+    try:
+        for call, caller in ((lambda: QMatchEncoder().fit(X), "QMatchEncoder"),
+                             (lambda: encoder.transform(X), "QMatchEncoder"),
+                             (lambda: QMatchClassifier().fit(X, y), "QMatchClassifier"),
+                             (lambda: qmatch_sklearn.load(path), "qmatch_sklearn.load")):
+            with pytest.raises(ValueError, match=rf"^{caller} builds and runs float32 networks, "
+                                                 r"but torch's default dtype is torch.float64"):
+                call()
+    finally:
+        torch.set_default_dtype(torch.float32)
+    np.testing.assert_array_equal(qmatch_sklearn.load(path).transform(X), encoder.transform(X))
