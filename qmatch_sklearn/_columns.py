@@ -12,10 +12,15 @@ def column_position(column, positions, n_features, parameter):
     None: X has no column names). Raises a ValueError that names ``parameter``
     for an unknown name or index."""
     if isinstance(column, str):
-        if positions is None or column not in positions:
-            where = "among X's columns" if positions is not None else (
-                "because X has no column names (pass a DataFrame, or indices)")
-            raise ValueError(f"{parameter} names the column {column!r}, which is not {where}.")
+        if positions is None:
+            raise ValueError(
+                f"{parameter} names the column {column!r}, but X has no column names "
+                "(pass a DataFrame, or column indices)."
+            )
+        if column not in positions:
+            raise ValueError(
+                f"{parameter} names the column {column!r}, which is not among X's columns."
+            )
         return positions[column]
     j = int(column)
     if not -n_features <= j < n_features:

@@ -14,12 +14,14 @@ from qmatch_sklearn import (
     QMatchRegressor,
     SupervisedMLPClassifier,
     SupervisedMLPRegressor,
+    TabNetEncoder,
+    VICRegEncoder,
     _base,
     _head,
 )
 from qmatch_sklearn._validation import holds_non_numbers
 
-from .conftest import tiny_encoder_params
+from .conftest import tiny_encoder_params, tiny_method_params
 
 X, Y = make_classification(n_samples=120, n_features=6, n_classes=3, n_informative=4,
                            random_state=0)
@@ -99,6 +101,13 @@ CASES = {
         encoder(), (np.where(np.arange(X.shape[1]) == 2, np.nan, X),), ValueError,
         r"Column\(s\) \[2\] of X have no observed value",
     ),
+    "TabNet masking nothing": (
+        TabNetEncoder(**tiny_method_params("tabnet", corruption=0.0)), (X,), ValueError,
+        r"'corruption' parameter of TabNetEncoder must be a float in the range \(0.0, 1.0\]"),
+    "VICReg with every loss weight 0": (
+        VICRegEncoder(**tiny_method_params("vicreg", invariance_weight=0, variance_weight=0,
+                                           covariance_weight=0)), (X,), ValueError,
+        "are all 0, so the loss is 0 and nothing would train"),
     "X_val with a column fewer": (encoder(), (X,), ValueError, "^X_val: X has 5 features",
                                   {"X_val": X[:10, :5]}),
     "classifier X_val with infinity": (
@@ -190,7 +199,8 @@ CASES = {
         encoder(categorical_features=["colour"]), (TABLE,), ValueError,
         "categorical_features names the column 'colour', which is not among X's columns"),
     "categorical_features naming columns of an array": (
-        encoder(categorical_features=["kind"]), (X,), ValueError, "X has no column names"),
+        encoder(categorical_features=["kind"]), (X,), ValueError,
+        "categorical_features names the column 'kind', but X has no column names"),
     "categorical_features index out of range": (
         encoder(categorical_features=[99]), (X,), ValueError, "column index 99"),
     "categorical_features mask of the wrong length": (

@@ -86,7 +86,7 @@ class TabNetEncoder(BasePretextEncoder):
 
     Parameters
     ----------
-    corruption : float, default=0.5
+    corruption : float in (0, 1], default=0.5
         Probability that an entry is masked.
     corruption_type : {"vime", "zero"}, default="vime"
         How a corrupted entry is filled: "vime" takes the value of the same
@@ -251,7 +251,8 @@ class TabNetEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
-        "corruption": [Interval(Real, 0, 1, closed="both")],
+        # 0 masks nothing: nothing to reconstruct, a loss of exactly 0
+        "corruption": [Interval(Real, 0, 1, closed="right")],
         "corruption_type": [CORRUPTION_TYPES],
         "feature_groups": [None, FEATURE_GROUPS],
     }

@@ -312,6 +312,11 @@ class VICRegEncoder(BasePretextEncoder):
         self.verbose = verbose
 
     def _build_pretext(self, n_features, generator, missing):
+        if not (self.invariance_weight or self.variance_weight or self.covariance_weight):
+            raise ValueError(
+                "VICRegEncoder: invariance_weight, variance_weight and covariance_weight "
+                "are all 0, so the loss is 0 and nothing would train; set one above 0."
+            )
         encoder = self._build_encoder(n_features, generator, missing)
         module = TwoViewModule(encoder, torch.nn.Identity(), self.corruption, self.corruption_type)
         loss = VICRegLoss(self.invariance_weight, self.variance_weight, self.covariance_weight)
