@@ -246,7 +246,8 @@ def to_onnx(model, X, **options):
     import skl2onnx
 
     check_is_fitted(model)
-    for step in [step for _, step in model.steps] if hasattr(model, "steps") else [model]:
+    steps = [step for _, step in model.steps] if hasattr(model, "steps") else [model]
+    for step in steps:
         _refuse_native_categories(step)
     if issparse(X):
         raise ValueError(
@@ -262,7 +263,6 @@ def to_onnx(model, X, **options):
         )
     register_onnx_converters()
     if hasattr(model, "predict_proba"):
-        last = model.steps[-1][1] if hasattr(model, "steps") else model
-        options["options"] = {id(last): {"zipmap": False}, **(options.get("options") or {})}
+        options["options"] = {id(steps[-1]): {"zipmap": False}, **(options.get("options") or {})}
     sample = X.iloc[:1] if hasattr(X, "iloc") else np.asarray(X)[:1]
     return skl2onnx.to_onnx(model, sample, **options)
