@@ -207,7 +207,7 @@ class BasePretextEncoder(
         self._validate_params()
         X = check_features(self, X, reset=True)
         check_two_samples(self, X.shape[0])
-        missing = missing_values_layer(X)
+        missing = missing_values_layer(X, self._describe_inputs)
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
             self._input_widths(),

@@ -6,7 +6,9 @@ takes a pandas DataFrame whose categorical columns are still categories, as
 Its ``categorical_features`` parameter says which columns are categorical:
 ``"from_dtype"`` (the columns of dtype ``category``, ``string`` or
 ``object``), explicit column indices, names or a boolean mask (then integer
-codes in a numeric array work too), or None (every column numeric).
+codes in a numeric array work too), or None (every column numeric). A column
+of another dtype that is not declared categorical (dates, durations, periods)
+is refused by name (:func:`refuse_unreadable_columns`).
 
 At ``fit`` each categorical column's categories are recorded
 (``categories_``: a ``category`` column's declared categories, else its
@@ -23,7 +25,7 @@ import contextlib
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_string_dtype
 from scipy.sparse import issparse
 from sklearn.utils.validation import (
     _check_feature_names_in,
@@ -42,10 +44,40 @@ from ._warnings import warn
 MAX_CATEGORIES = 255
 
 
+def _is_categorical_dtype(dtype):
+    """Whether ``categorical_features="from_dtype"`` reads a column of ``dtype``
+    as categorical: ``category``, ``string`` or ``object``."""
+    return isinstance(dtype, pd.CategoricalDtype) or is_string_dtype(dtype)
+
+
 def _categorical_dtypes(frame):
-    """Per column of a DataFrame, whether its dtype is categorical (not numeric nor bool)."""
-    return np.array([not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))
-                     for dtype in frame.dtypes])
+    """Per column of a DataFrame, whether its dtype is categorical
+    (:func:`_is_categorical_dtype`)."""
+    return np.array([_is_categorical_dtype(dtype) for dtype in frame.dtypes])
+
+
+def refuse_unreadable_columns(X, mask):
+    """Raise a ValueError naming the columns of the DataFrame ``X`` that are not
+    categorical (``mask``, None: none is) and whose dtype is neither numeric,
+    bool nor categorical: dates, durations, periods, intervals. Read as numbers
+    they would be nanoseconds since 1970 (or fail to convert), and read as
+    categories every later date would be a category unseen at fit."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
+        mask = np.zeros(X.shape[1], dtype=bool)
+    unreadable = [
+        f"{X.columns[j]!r} ({dtype})" for j, dtype in enumerate(X.dtypes)
+        if not mask[j] and not (
+            is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype))
+    ]
+    if unreadable:
+        raise ValueError(
+            f"Column(s) {', '.join(unreadable)} of X are neither numeric nor categorical. "
+            "Convert them upstream: a date to numbers (its year, month, day of the week, "
+            "or days since a reference date), a duration to seconds, or either to strings "
+            "to read it as categories."
+        )
 
 
 def categorical_mask(estimator, X, categorical_features):
@@ -108,7 +140,13 @@ def fit_categories(X, mask):
         if isinstance(column.dtype, pd.CategoricalDtype):
             values = column.cat.categories.to_numpy()
         else:
-            values = pd.unique(column.dropna().to_numpy())
+            try:
+                values = pd.unique(column.dropna().to_numpy())
+            except TypeError as error:  # lists, dicts, sets: no category compares equal
+                raise ValueError(
+                    f"Categorical column {_name(X, j)} of X holds values that cannot be "
+                    f"categories ({error}). Convert them upstream, e.g. to strings."
+                ) from error
             # values of several types do not sort: they keep their order of appearance
             with contextlib.suppress(TypeError):
                 values = np.sort(values)
@@ -123,10 +161,31 @@ def fit_categories(X, mask):
                 f"than {MAX_CATEGORIES}: as one-hot columns it would mostly be an identifier. "
                 "Drop it, or encode it upstream (e.g. sklearn's TargetEncoder)."
             )
-        if values.dtype.kind == "O" and all(isinstance(value, str) for value in values):
-            values = values.astype(str)
-        categories.append(values)
+        categories.append(_plain_categories(values))
     return categories
+
+
+#: The plain dtype of an object array whose items are all of one kind of scalar.
+_PLAIN_KINDS = ((str, str), ((bool, np.bool_), bool), ((int, np.integer), np.int64),
+                ((float, np.floating), np.float64))
+
+
+def _plain_categories(values):
+    """A column's categories ``values`` in a plain dtype (str, bool, int64 or
+    float64) when they are an object array of one such kind of scalar (an object
+    column of strings, of Python ints, of booleans): they match the same values,
+    and a file written by ``qmatch_sklearn.save``, which holds numbers and strings
+    only, can store them. Other objects (pandas intervals of ``pd.cut``, say)
+    stay as they are."""
+    if values.dtype.kind != "O":
+        return values
+    for types, dtype in _PLAIN_KINDS:
+        # a bool is an int: the booleans are told apart first
+        if all(isinstance(value, types) and (dtype is bool or not isinstance(
+                value, (bool, np.bool_))) for value in values):
+            with contextlib.suppress(OverflowError):  # an int beyond int64 stays an object
+                return values.astype(dtype)
+    return values
 
 
 def input_widths(n_features, mask, categories):
@@ -240,7 +299,12 @@ def check_table(estimator, X, y="no_validation", *, reset, mask, categories, num
     if dtypes_from_fit:
         check_dtypes_unchanged(estimator, X)
     frame = _as_frame(X)
+    if not len(frame):  # the message check_array would give, with X's own shape
+        raise ValueError(f"Found array with 0 sample(s) (shape={frame.shape}) while a minimum "
+                         f"of 1 is required by {type(estimator).__name__}.")
     numeric = frame.iloc[:, np.flatnonzero(~mask)]
+    if not numeric.shape[1]:  # every column categorical: check_array finds no dtype in none
+        numeric = np.empty((len(frame), 0))
     check_params = {"ensure_min_features": 0, "estimator": estimator, **check_params}
     if isinstance(y, str) and y == "no_validation":
         numeric = check_array(numeric, **check_params)
@@ -295,6 +359,13 @@ class TableInputMixin:
         return input_feature_names(names, getattr(self, "is_categorical_", None),
                                    getattr(self, "categories_", None))
 
+    def _describe_inputs(self, inputs):
+        """The columns of ``X`` that the network input columns ``inputs`` come
+        from, each once: by name (``feature_names_in_``), else by position."""
+        columns = np.unique(input_origin(self._input_widths())[inputs])
+        names = getattr(self, "feature_names_in_", None)
+        return [str(names[j]) if names is not None else int(j) for j in columns]
+
     def _keep_missing_values(self, layer):
         """Set ``missing_features_`` and ``missing_indicators_`` (columns of ``X``)
         from the :class:`~._missing.MissingValues` ``layer`` just fitted (or None)."""
@@ -315,9 +386,7 @@ class TableInputMixin:
         if fitted_with_missing or not has_missing(X):
             return X
         X, inputs = zero_missing(X)
-        columns = np.unique(input_origin(self._input_widths())[inputs])
-        names = getattr(self, "feature_names_in_", None)
-        described = [str(names[j]) if names is not None else int(j) for j in columns]
+        described = self._describe_inputs(inputs)
         warn(
             f"{type(self).__name__}: X has missing values (NaN) in column(s) {described}, "
             "but the rows it was fitted on had none, so its network has no input for them: "

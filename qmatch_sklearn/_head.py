@@ -549,7 +549,7 @@ class RandomInitMixin(EncoderNetworkMixin):
     trains."""
 
     def _encoder_network(self, X, encoder_rows, seed, device):
-        missing = missing_values_layer(X)
+        missing = missing_values_layer(X, self._describe_inputs)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
         start_input_statistics(network, X, missing)

@@ -67,10 +67,12 @@ class MissingValues(nn.Module):
         return torch.cat([filled, missing[:, self.indicated].to(x.dtype)], dim=1)
 
 
-def missing_values_layer(X):
+def missing_values_layer(X, describe=None):
     """The :class:`MissingValues` layer fitted on ``X`` (dense or CSR), or None
     when ``X`` has no missing value. Raises a ValueError naming the columns
-    that have no observed value at all."""
+    that have no observed value at all: ``describe`` maps their positions in
+    ``X`` (the network's input) to the names the user knows (those of the
+    table's columns), or they are named by position."""
     if sp.issparse(X):
         missing = np.zeros(X.shape[1], dtype=np.int64)
         np.add.at(missing, X.indices[np.isnan(X.data)], 1)
@@ -92,7 +94,8 @@ def missing_values_layer(X):
     empty = np.flatnonzero(missing == X.shape[0])
     if len(empty):
         raise ValueError(
-            f"Column(s) {empty.tolist()} of X have no observed value (all NaN): there is "
+            f"Column(s) {describe(empty) if describe else empty.tolist()} of X have no "
+            "observed value (all NaN): there is "
             "nothing to learn from them. Drop them before fitting."
         )
     fill_values = sums / (X.shape[0] - missing)
@@ -106,7 +109,7 @@ def missing_values_layer(X):
 def dense_blocks(X):
     """Consecutive row blocks of dense or CSR ``X`` as dense float64 arrays of
     at most ``SCAN_BYTES``."""
-    rows = max(1, SCAN_BYTES // (8 * X.shape[1]))
+    rows = max(1, SCAN_BYTES // (8 * max(1, X.shape[1])))
     for start in range(0, X.shape[0], rows):
         block = X[start : start + rows]
         yield np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)

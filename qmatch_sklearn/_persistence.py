@@ -220,6 +220,15 @@ class _Writer:
                 "Pickle the estimator (joblib.dump) instead; the network's class or "
                 "factory must then be importable where it is loaded."
             )
+        if isinstance(value, np.ndarray):
+            kinds = sorted({type(item).__qualname__ for item in value.flat})
+            raise TypeError(
+                f"qmatch_sklearn.save cannot store {path!r}, an array of {value.dtype} "
+                f"({', '.join(kinds[:5])}): a file written by save holds numbers and strings "
+                "only. Pickle the estimator (joblib.dump) instead"
+                + (", or fit on the column's categories as strings (astype(str))."
+                   if "categories_" in path.split(".") else ".")
+            )
         raise TypeError(
             f"qmatch_sklearn.save cannot store {path!r}, of type "
             f"{type(value).__module__}.{type(value).__qualname__}."

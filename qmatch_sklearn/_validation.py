@@ -6,7 +6,7 @@ from pandas.api.types import is_numeric_dtype
 from scipy.sparse import issparse
 from sklearn.utils.validation import validate_data
 
-from ._categorical import TableInputMixin, check_table
+from ._categorical import TableInputMixin, check_table, refuse_unreadable_columns
 from ._columns import column_position, name_positions
 from ._missing import check_missing_columns
 from ._precision import check_float32_default
@@ -40,6 +40,7 @@ def check_features(estimator, X, y="no_validation", *, reset):
     if reset and table:
         estimator.is_categorical_, estimator.categories_ = estimator._fit_categories(X)
     mask = getattr(estimator, "is_categorical_", None) if table else None
+    refuse_unreadable_columns(X, mask)
     if mask is not None:
         return check_table(estimator, X, y, reset=reset, mask=mask,
                            dtypes_from_fit=(not reset

@@ -35,6 +35,8 @@ TABLE = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(
 TABLE_NO_KIND = TABLE.assign(kind=pd.Categorical([np.nan] * len(Y), categories=[]))
 TABLE_MANY_KINDS = pd.DataFrame({"x0": np.arange(300.0), "kind": [f"id{i}" for i in range(300)]})
 TABLE_KIND_AS_CODES = TABLE.assign(kind=TABLE["kind"].cat.codes.astype(float))
+TABLE_NO_X2 = TABLE.assign(x2=np.nan)
+DATES = pd.date_range("2020-01-01", periods=len(Y), freq="D")
 
 
 def encoder(**params):
@@ -121,6 +123,29 @@ CASES = {
     "classifier X with an all-NaN column": (
         classifier(), (np.where(np.arange(X.shape[1]) == 0, np.nan, X), Y_SEMI), ValueError,
         r"Column\(s\) \[0\] of X have no observed value"),
+    "a table with an all-NaN column, named": (
+        encoder(), (TABLE_NO_X2,), ValueError,
+        r"Column\(s\) \['x2'\] of X have no observed value"),
+    "classifier on a table with an all-NaN column, named": (
+        classifier(), (TABLE_NO_X2, Y_SEMI), ValueError,
+        r"Column\(s\) \['x2'\] of X have no observed value"),
+    "a column of dates": (encoder(), (TABLE.assign(when=DATES),), ValueError,
+                          r"Column\(s\) 'when' \(datetime64\[.s\]\) of X are neither numeric "
+                          "nor categorical"),
+    "a column of dates read as numbers": (
+        encoder(categorical_features=None), (TABLE[["x0"]].assign(when=DATES),), ValueError,
+        r"'when' \(datetime64\[.s\]\) of X are neither numeric nor categorical"),
+    "a column of dates alone": (
+        encoder(categorical_features=None), (pd.DataFrame({"when": DATES}),), ValueError,
+        "'when' .* neither numeric nor categorical"),
+    "columns of durations and periods": (
+        classifier(), (TABLE.assign(took=DATES - DATES[0],
+                                    month=pd.period_range("2020-01", periods=len(Y), freq="M")),
+                       Y_SEMI), ValueError,
+        r"'took' \(timedelta64\[.s\]\), 'month' \(period\[M\]\) of X are neither"),
+    "a categorical column of lists": (
+        encoder(), (TABLE.assign(tags=[["a", "b"], ["c"]] * (len(Y) // 2)),), ValueError,
+        r"Categorical column 'tags' of X holds values that cannot be categories \(unhashable"),
     "feature_groups with a column out of range": (
         encoder(feature_groups=[[0, 99]]), (X,), ValueError, "index 99"),
     "feature_groups naming columns of an array": (

@@ -154,6 +154,69 @@ def test_supervised_estimators_take_categorical_tables_and_reload(estimator, tmp
         qmatch_sklearn.load(tmp_path / "model.safetensors").predict(X), predicted)
 
 
+@pytest.mark.parametrize("estimator", [
+    QMatchEncoder(**TINY),
+    QMatchClassifier(QMatchEncoder(**TINY, passthrough=True), random_state=0),
+    SupervisedMLPClassifier(hidden_sizes=(16,), embedding_dim=4, max_epochs=2, random_state=0),
+    QMatchRegressor(QMatchEncoder(**TINY, passthrough=True), random_state=0),
+], ids=["encoder", "qmatch-clf-closed-form", "mlp-clf", "qmatch-reg-closed-form"])
+def test_a_table_of_categorical_columns_only(estimator, tmp_path):
+    # no numeric column at all (mushroom, car evaluation): the input is the one-hot blocks
+    X, y = table(n=200)
+    target = None if isinstance(estimator, QMatchEncoder) else (
+        y if "Classifier" in type(estimator).__name__ else y + X["x2"].to_numpy())
+    X = X[["colour", "town"]].assign(level=pd.Series(y + 2 * (X["x1"] > 0), dtype=object))
+    estimator.fit(X, target)
+    np.testing.assert_array_equal(estimator.is_categorical_, [True, True, True])
+    assert estimator._n_inputs() == 4 + 3 + 4
+    out = estimator.transform(X) if target is None else estimator.predict(X)
+    assert np.isfinite(out).all()
+    qmatch_sklearn.save(estimator, tmp_path / "model.safetensors")
+    again = qmatch_sklearn.load(tmp_path / "model.safetensors")
+    np.testing.assert_array_equal(again.transform(X) if target is None else again.predict(X),
+                                  out)
+
+
+def test_categories_of_one_kind_of_scalar_get_a_plain_dtype(tmp_path):
+    # object columns of ints or booleans (with a None): plain arrays, which save stores
+    X, _ = table()
+    X = X.assign(k=pd.Series(X.index % 3, dtype=object),
+                 b=pd.Series((X.index % 2).astype(bool), dtype=object).where(X.index > 0, None))
+    encoder = QMatchEncoder(**TINY, passthrough=True).fit(X)
+    assert [values.dtype for values in encoder.categories_[2:]] == [np.int64, bool]
+    np.testing.assert_array_equal(encoder.categories_[2], [0, 1, 2])
+    out = encoder.transform(X)
+    names = list(encoder.get_feature_names_out())
+    blocks = out[:, [names.index(name) for name in ("k_0", "k_1", "k_2", "b_False", "b_True")]]
+    np.testing.assert_array_equal(blocks[:, :3].argmax(axis=1), X.index % 3)
+    np.testing.assert_array_equal(blocks[1:, 3:].argmax(axis=1), X.index[1:] % 2)
+    assert blocks[0, 3:].sum() == 0  # None: a block of zeros
+    qmatch_sklearn.save(encoder, tmp_path / "encoder.safetensors")
+    np.testing.assert_array_equal(
+        qmatch_sklearn.load(tmp_path / "encoder.safetensors").transform(X), out)
+
+
+def test_save_names_categories_it_cannot_store(tmp_path):
+    X, _ = table()
+    X = X.assign(bin=pd.cut(X["x1"], 4))  # categories of pandas intervals
+    encoder = QMatchEncoder(**TINY).fit(X)
+    with pytest.raises(TypeError, match=r"cannot store 'categories_.2', an array of object "
+                                        r"\(Interval\).*astype\(str\)"):
+        qmatch_sklearn.save(encoder, tmp_path / "encoder.safetensors")
+    assert not (tmp_path / "encoder.safetensors").exists()
+    buffer = io.BytesIO()
+    joblib.dump(encoder, buffer)  # pickling keeps them
+    buffer.seek(0)
+    np.testing.assert_array_equal(joblib.load(buffer).transform(X), encoder.transform(X))
+
+
+def test_zero_rows_are_refused_with_the_tables_own_shape():
+    X, _ = table()
+    encoder = QMatchEncoder(**TINY).fit(X)
+    with pytest.raises(ValueError, match=r"0 sample\(s\) \(shape=\(0, 5\)\)"):
+        encoder.transform(X.iloc[:0])
+
+
 def test_a_frozen_fitted_encoder_brings_its_categories():
     X, y = table()
     encoder = QMatchEncoder(**TINY).fit(X)
