@@ -427,7 +427,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
     def _encode_targets(self, y):
         labeled = np.flatnonzero(labeled_mask(y))
-        label_encoder, targets = self._encode_labels(y[labeled])
+        label_encoder, targets = self._encode_labels(y[labeled], len(y) - len(labeled))
         return labeled, label_encoder, targets
 
     def _stratify(self, targets, validation_fraction):
@@ -480,15 +480,19 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def _keep_targets(self, label_encoder, weights):
         self.classes_ = label_encoder.classes_
 
-    def _encode_labels(self, y_labeled):
+    def _encode_labels(self, y_labeled, n_unlabeled):
         """A LabelEncoder fitted on the labeled rows and their class indices;
-        raises unless there are two classes."""
+        raises unless there are two classes (``n_unlabeled``: the rows of y
+        marked -1, named in the error)."""
         check_classification_targets(y_labeled)
         label_encoder = LabelEncoder().fit(y_labeled)
         if len(label_encoder.classes_) < 2:
+            unlabeled = (f" ({n_unlabeled} rows labeled -1 are unlabeled rows, not a class)"
+                         if n_unlabeled else "")
             raise ValueError(
                 f"{type(self).__name__} needs labeled samples of at least 2 classes; got "
-                f"{len(label_encoder.classes_)} class among {len(y_labeled)} labeled rows."
+                f"{len(label_encoder.classes_)} class among {len(y_labeled)} labeled "
+                f"rows{unlabeled}."
             )
         return label_encoder, label_encoder.transform(y_labeled).astype(np.int64)
 
@@ -595,7 +599,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         ``random_state`` and ``verbose``: the head sees the input features
         beside the embedding, which did better with few labels
         (``benchmarks/results/fewlabel.md``). Pass ``QMatchEncoder()`` for
-        the paper's head on the embedding alone.
+        the paper's head on the embedding alone. An encoder whose
+        ``random_state`` is None is seeded from this classifier's ``random_state``
+        (when that is set), so that a seeded classifier refits to the same result.
     freeze_encoder : bool or "auto", default="auto"
         True trains only the linear head on the encoder's embeddings (linear
         evaluation), False fine-tunes the encoder with it. "auto" trains both

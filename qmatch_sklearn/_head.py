@@ -467,6 +467,12 @@ class PretrainedEncoderMixin:
             )
         else:
             encoder = clone(self.encoder)
+            if (self.random_state is not None
+                    and "random_state" in (params := encoder.get_params(deep=False))
+                    and params["random_state"] is None):
+                # seeded from ours, as an ensemble seeds its members: a seeded estimator
+                # refits to the same result with an encoder passed unseeded too
+                encoder.set_params(random_state=seed)
         encoder.fit(encoder_rows, None)
         fitted = _unfrozen(encoder)
         check_is_fitted(fitted)

@@ -286,7 +286,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         ``random_state`` and ``verbose``: the head sees the input features
         beside the embedding, which did better with few labels
         (``benchmarks/results/fewlabel.md``). Pass ``QMatchEncoder()`` for
-        the paper's head on the embedding alone.
+        the paper's head on the embedding alone. An encoder whose
+        ``random_state`` is None is seeded from this regressor's ``random_state``
+        (when that is set), so that a seeded regressor refits to the same result.
     freeze_encoder : bool or "auto", default="auto"
         True trains only the linear head on the encoder's embeddings (linear
         evaluation), False fine-tunes the encoder with it. "auto" trains both

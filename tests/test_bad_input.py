@@ -146,6 +146,9 @@ CASES = {
     "a categorical column of lists": (
         encoder(), (TABLE.assign(tags=[["a", "b"], ["c"]] * (len(Y) // 2)),), ValueError,
         r"Categorical column 'tags' of X holds values that cannot be categories \(unhashable"),
+    "one class labeled beside unlabeled rows": (
+        classifier(), (X, np.where(Y == 0, 0, -1)), ValueError,
+        r"got 1 class among \d+ labeled rows \(\d+ rows labeled -1 are unlabeled rows"),
     "feature_groups with a column out of range": (
         encoder(feature_groups=[[0, 99]]), (X,), ValueError, "index 99"),
     "feature_groups naming columns of an array": (

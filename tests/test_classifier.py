@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.metrics import log_loss, make_scorer
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
 from qmatch_sklearn._classifier import _log_loss_scoring, fit_logistic_head_, neg_log_loss
 
 from .conftest import tiny_encoder_params
@@ -50,6 +50,23 @@ def test_unlabeled_rows_feed_pretraining_only(data):
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
     assert clf.decision_function(X).shape == (400, 3)
     assert {"train_loss", "valid_loss", "valid_acc"} <= set(clf.history_[-1])
+
+
+@pytest.mark.parametrize("make", [QMatchClassifier, QMatchRegressor])
+def test_an_unseeded_encoder_is_seeded_from_the_estimator(data, make):
+    # QMatchClassifier(QMatchEncoder(...), random_state=0): the README's call refits to
+    # the same result; the encoder passed keeps its None, one with a seed its own
+    X, y = data
+    y_semi = np.where(np.arange(len(y)) % 2 == 0, y, -1 if make is QMatchClassifier else np.nan)
+    unseeded = QMatchEncoder(**tiny_encoder_params(random_state=None))
+    first, second = (make(unseeded, random_state=0).fit(X, y_semi) for _ in range(2))
+    assert unseeded.random_state is None
+    assert isinstance(first.encoder_.random_state, int)
+    np.testing.assert_array_equal(first.predict(X), second.predict(X))
+    seeded = make(QMatchEncoder(**tiny_encoder_params(random_state=7)), random_state=0)
+    assert seeded.fit(X, y_semi).encoder_.random_state == 7
+    unseeded_both = make(unseeded).fit(X, y_semi)
+    assert unseeded_both.encoder_.random_state is None
 
 
 def test_string_labels_and_binary_decision_function(data):
