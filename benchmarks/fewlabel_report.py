@@ -545,6 +545,13 @@ def write_report(csv_path, out_dir, data_home=None):
     # their own, and join every configuration's tables)
     configs = [config for config in dict.fromkeys(frame["config"])
                if frame.loc[frame["config"] == config, "contender"].isin(EVERY_OURS).any()]
+    if DEFAULTS_CONFIG in configs:  # the release's defaults first, then the others newest first
+        configs = [DEFAULTS_CONFIG, *reversed([c for c in configs if c != DEFAULTS_CONFIG])]
+        lines += [f"The first configuration below, `{DEFAULTS_CONFIG}`, is the defaults of "
+                  "this release, with its comparison against every contender (issue #31); "
+                  "the configurations after it are earlier defaults and variants, newest "
+                  "first, kept for their measurements (the development log, "
+                  "`docs/development_log.md`, says what each changed).", ""]
     for config in configs:
         part = frame[frame["config"] == config]
         commits = ", ".join(dict.fromkeys(part["commit"]))
