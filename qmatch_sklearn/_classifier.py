@@ -120,14 +120,16 @@ def head_folds(targets, seed, sample_weight=None):
     The rows of positive weight are split by scikit-learn's ``StratifiedKFold``
     (shuffled by ``seed``) into as many folds (at most 5) as allows the
     smallest count of them in a class that has any, so that every fold scores
-    and trains on rows that count. Rows of weight 0 (a class may have only
-    such rows) count in neither a fit nor a score; they are dealt over the
-    test folds in turn, class by class in an order shuffled by ``seed``.
+    and trains on rows that count. Rows of weight 0 count in neither a fit nor
+    a score; they are dealt over the test folds in turn, class by class in an
+    order shuffled by ``seed``, except those of a class with only such rows,
+    which train in every fold, so that every fold's fit has every class (held
+    out in one fold, a lone such row left its class out of the others' fits).
     Without weights of 0 these are ``StratifiedKFold``'s folds of all the rows.
     """
     positive = (np.ones(len(targets), dtype=bool) if sample_weight is None
                 else np.asarray(sample_weight) > 0)
-    counts = np.bincount(targets[positive])
+    counts = np.bincount(targets[positive], minlength=int(targets.max()) + 1)
     smallest = counts[counts > 0].min()
     if smallest < 2:
         return None
@@ -135,7 +137,8 @@ def head_folds(targets, seed, sample_weight=None):
     counted = np.flatnonzero(positive)
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
     tests = [counted[test] for _, test in splitter.split(counted, targets[counted])]
-    ignored = np.random.default_rng(seed).permutation(np.flatnonzero(~positive))
+    ignored = np.flatnonzero(~positive & (counts[targets] > 0))
+    ignored = np.random.default_rng(seed).permutation(ignored)
     ignored = ignored[np.argsort(targets[ignored], kind="stable")]
     tests = [np.sort(np.r_[test, ignored[k::n_folds]]) for k, test in enumerate(tests)]
     rows = np.arange(len(targets))
@@ -413,7 +416,10 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
             ignored: pretraining treats every row alike. ``X_val`` rows
             are weighted by ``class_weight`` only. At least one labeled row
             must weigh more than 0; the logistic head cross-validates on the
-            rows that do.
+            rows that do. Only their ratios count: the labeled rows' weights
+            are scaled to a mean of 1, so that C's grid and the losses mean
+            the same at any scale (1e39 is 1e39 times 1, not float32's
+            infinity).
 
         Returns
         -------
@@ -465,12 +471,12 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
                 raise ValueError(
                     f"class_weight has classes not among the labeled rows of y: {unknown}."
                 )
-            negative = {c: w for c, w in class_weight.items() if not w >= 0}
+            negative = {c: w for c, w in class_weight.items() if not 0 <= w < np.inf}
             if negative:
                 raise ValueError(
-                    f"class_weight has negative (or NaN) weights: {negative}. A class "
-                    "weight multiplies the loss of its rows, as sample_weight does, and "
-                    "must be at least 0."
+                    f"class_weight has negative, infinite or NaN weights: {negative}. A "
+                    "class weight multiplies the loss of its rows, as sample_weight does, "
+                    "and must be a finite number of at least 0."
                 )
         per_class = compute_class_weight(
             class_weight, classes=label_encoder.classes_, y=label_encoder.classes_[targets]

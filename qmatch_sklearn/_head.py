@@ -399,8 +399,9 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
 
     def _row_weights(self, sample_weight, X, labeled, targets, encoding):
         """The labeled rows' weights in the supervised loss (``sample_weight``
-        times ``class_weight``), or None when every row weighs the same (the
-        unweighted loss, exactly). Checked before any training."""
+        times ``class_weight``) scaled to a mean of 1, or None when every row
+        weighs the same (the unweighted loss, exactly). Checked before any
+        training."""
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(
@@ -411,7 +412,15 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             weights = per_class if weights is None else weights * per_class
         if weights is None:
             return None
-        # counted as the losses read them, in float32 (where 1e-50 is 0)
+        if not np.isfinite(weights).all():  # sample_weight times class_weight overflowed
+            raise ValueError(
+                f"{type(self).__name__}: sample_weight times class_weight overflows float64; "
+                "only the weights' ratios count, so scale them down."
+            )
+        if weights.max() > 0:  # only the ratios count: a mean of 1 (the max first: no overflow)
+            weights = weights / weights.max()
+            weights = weights / weights.mean()
+        # counted as the losses read them, in float32 (where 1e-50 of the largest is 0)
         counting = int(np.count_nonzero(weights.astype(np.float32) > 0))
         if counting < self._min_weighted_rows:
             source = "sample_weight, class_weight" if hasattr(self, "class_weight") else (

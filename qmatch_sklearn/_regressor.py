@@ -129,7 +129,9 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             early-stopping loss of the held-out rows and the ridge head.
             Unlabeled rows' weights are ignored: pretraining treats every row
             alike. ``X_val`` rows are unweighted. At least two labeled rows
-            must weigh more than 0.
+            must weigh more than 0. Only their ratios count: the labeled rows'
+            weights are scaled to a mean of 1, so that the ridge penalty's
+            grid and the losses mean the same at any scale.
 
         Returns
         -------

@@ -149,6 +149,12 @@ CASES = {
     "one class labeled beside unlabeled rows": (
         classifier(), (X, np.where(Y == 0, 0, -1)), ValueError,
         r"got 1 class among \d+ labeled rows \(\d+ rows labeled -1 are unlabeled rows"),
+    "an infinite class weight": (classifier(class_weight={0: np.inf}), (X, Y_SEMI), ValueError,
+                                 r"class_weight has negative, infinite or NaN weights"),
+    "weights whose product overflows": (
+        classifier(class_weight={0: 1e300}), (X, Y_SEMI), ValueError,
+        "sample_weight times class_weight overflows float64",
+        {"sample_weight": np.full(len(Y), 1e300)}),
     "feature_groups with a column out of range": (
         encoder(feature_groups=[[0, 99]]), (X,), ValueError, "index 99"),
     "feature_groups naming columns of an array": (

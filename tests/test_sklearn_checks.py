@@ -33,8 +33,9 @@ _EVERY_ESTIMATOR = {
 #: checks what does hold: uniform weights are the unweighted fit exactly, the
 #: closed-form heads weigh rows as scikit-learn does, and weights move the fit.
 _WEIGHTS_NOT_REPETITION = (
-    "sample weights enter a minibatch SGD loss (and not pretraining), so weighting a row "
-    "by 2 equals repeating it in expectation, not to this check's tolerance"
+    "only the weights' ratios count (they are scaled to a mean of 1 over the labeled rows, "
+    "so a penalty means the same at any scale), and they enter a minibatch SGD loss (and "
+    "not pretraining): weighting a row by 2 is not repeating it"
 )
 _SUPERVISED_WEIGHTS = {
     "check_sample_weight_equivalence_on_dense_data": _WEIGHTS_NOT_REPETITION,

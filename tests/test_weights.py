@@ -140,8 +140,10 @@ def test_the_ridge_head_matches_ridge_cv_with_the_same_weights():
     regressor.fit(X, y, sample_weight=sample_weight)
     Z = regressor.encoder_.transform(X)
     standardised = (y - regressor.target_mean_) / regressor.target_scale_
+    # the head reads the weights scaled to a mean of 1: only their ratios count
     expected = RidgeCV(alphas=np.logspace(-4, 4, 17)).fit(
-        Z.astype(np.float64), standardised.reshape(-1, 1), sample_weight=sample_weight)
+        Z.astype(np.float64), standardised.reshape(-1, 1),
+        sample_weight=sample_weight / sample_weight.mean())
     np.testing.assert_allclose(regressor.network_[1].weight.numpy().ravel(),
                                expected.coef_.ravel(), rtol=1e-4, atol=1e-5)
 
@@ -169,8 +171,9 @@ def test_without_zero_weights_the_head_s_folds_are_stratified_k_fold_s(sizes, se
 def test_every_fold_of_the_head_trains_and_scores_on_rows_that_count(sizes, seed, zero_share):
     """Rows of weight 0 never fill a fold: each fold's training and held-out
     rows hold a row of positive weight of every class that has one (a class
-    may weigh 0 in all); the held-out rows cover every row once. No folds when
-    a class has exactly one row that counts."""
+    may weigh 0 in all); every fold trains on every class; the held-out rows
+    cover every row once but those of a class that weighs 0 in all, which
+    train in every fold. No folds when a class has exactly one row that counts."""
     rng = np.random.default_rng(seed)
     targets = rng.permutation(_stratified_targets(sizes))
     weights = np.where(rng.uniform(size=len(targets)) < zero_share, 0.0, 1.0)
@@ -184,9 +187,11 @@ def test_every_fold_of_the_head_trains_and_scores_on_rows_that_count(sizes, seed
     for train, test in folds:
         for rows in (train, test):
             assert set(targets[rows[weights[rows] > 0]]) == set(np.flatnonzero(counting))
+        assert set(targets[train]) == set(range(len(sizes)))
         np.testing.assert_array_equal(np.sort(np.r_[train, test]), np.arange(len(targets)))
+    of_counting_classes = np.flatnonzero(counting[targets] > 0)
     np.testing.assert_array_equal(np.sort(np.concatenate([test for _, test in folds])),
-                                  np.arange(len(targets)))
+                                  of_counting_classes)
 
 
 def test_the_logistic_head_leaves_rows_of_weight_0_out(imbalanced):
@@ -227,3 +232,50 @@ def test_a_classifier_fits_when_few_rows_count(imbalanced, counting):
     model = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
                              random_state=0, device="cpu").fit(X, y, sample_weight=weights)
     assert np.isfinite(model.predict_proba(X)).all()
+
+
+@pytest.mark.parametrize("n_labeled, self_training", [(13, True), (13, False), (60, False)],
+                         ids=["self-trained twins", "regressions", "boosted member"])
+@pytest.mark.parametrize("how", ["class_weight", "sample_weight"])
+def test_a_class_whose_one_row_weighs_0_is_in_every_fold_s_fit(n_labeled, self_training, how):
+    """Held out in one fold, the row left its class out of the other folds' fits, whose
+    predictions then lacked its column (log_loss's or numpy's shape error)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = np.full(300, -1)
+    half = (n_labeled - 1) // 2
+    y[:half], y[half:n_labeled - 1], y[n_labeled - 1] = 0, 1, 2
+    X[half:n_labeled - 1, 0] += 2
+    weights = np.ones(300)
+    weights[n_labeled - 1] = 0.0
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                           random_state=0, self_training=self_training,
+                           class_weight={2: 0.0} if how == "class_weight" else None)
+    clf.fit(X, y, sample_weight=weights if how == "sample_weight" else None)
+    proba = clf.predict_proba(X)
+    assert clf.classes_.tolist() == [0, 1, 2] and np.isfinite(proba).all()
+    assert (clf.boosting_weight_ > 0) == (n_labeled == 60)
+    assert proba[:, 2].max() < 0.5  # a class that counts for nothing is predicted for none
+
+
+@pytest.mark.parametrize("make", [QMatchClassifier, QMatchRegressor])
+def test_only_the_weights_ratios_count(make):
+    """Weights are scaled to a mean of 1: c * w fits as w does, for c from 1e-8 to
+    1e39 (beyond float32's range, which the losses read the weights in)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    labeled = np.arange(300) < 60
+    if make is QMatchClassifier:
+        y = np.where(labeled, (X[:, 0] > 0).astype(int), -1)
+    else:
+        y = np.where(labeled, X[:, 0] + 0.1 * rng.normal(size=300), np.nan)
+    weights = np.linspace(0.5, 2.0, 300)
+
+    def predict(scale):
+        model = make(QMatchEncoder(**tiny_encoder_params(passthrough=True)), random_state=0)
+        model.fit(X, y, sample_weight=weights * scale)
+        return model.predict_proba(X) if make is QMatchClassifier else model.predict(X)
+
+    reference = predict(1.0)
+    for scale in (1e-8, 1e8, 1e39):
+        np.testing.assert_allclose(predict(scale), reference, rtol=1e-5, atol=1e-6)
