@@ -27,6 +27,7 @@ from ._head import (
     RandomInitMixin,
     weigh_embedding_block,
 )
+from ._scaling import mean_and_std
 from ._validation import check_features
 
 #: The head a regressor fits in closed form (``freeze_encoder="auto"``
@@ -171,8 +172,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
                 f"NaN); got {len(labeled)} among {len(y)} rows."
             )
         labeled_values = values[labeled]
-        mean = labeled_values.mean(axis=0)
-        scale = labeled_values.std(axis=0)
+        mean, scale = mean_and_std(labeled_values)  # from 1e-300 to 1e300 alike
         if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
             raise ValueError(
                 "y has values too large to standardise in float64; rescale the targets."

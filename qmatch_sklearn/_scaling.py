@@ -84,6 +84,18 @@ def _power_of_two_above(largest):
     return np.ldexp(1.0, np.minimum(exponent, np.finfo(np.float64).maxexp - 1))
 
 
+def mean_and_std(values):
+    """Per column of the float64 array ``values`` (2-D, no NaN): the mean and the
+    (biased) standard deviation, computed on the values divided by the power of
+    two above the column's largest absolute value (:func:`_power_of_two_above`),
+    so that neither overflows beyond ~1e154 nor underflows below ~1e-154; in
+    ordinary units they are numpy's ``mean`` and ``std`` to the last bit."""
+    unit = _power_of_two_above(np.abs(values).max(axis=0))
+    scaled = values / unit
+    mean = scaled.mean(axis=0)
+    return mean * unit, np.sqrt(((scaled - mean) ** 2).mean(axis=0)) * unit
+
+
 def _dense_scaling(X):
     count, mean, low, high = _observed_moments(X)
     unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))

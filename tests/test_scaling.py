@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
-from qmatch_sklearn._scaling import apply_scaling, fit_scaling, input_moments
+from qmatch_sklearn._scaling import apply_scaling, fit_scaling, input_moments, mean_and_std
 
 from .conftest import tiny_encoder_params
 
@@ -181,6 +181,41 @@ def test_classifier_accuracy_does_not_depend_on_the_units(cancer, ab, columns):
     rescaled = _classifier_accuracy(_rescale(X_train, ab, columns), y_semi,
                                     _rescale(X_test, ab, columns), y_test, 0)
     assert abs(rescaled - reference) <= spread
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(2, 200), columns=st.integers(1, 3), exponent=st.floats(-8, 12),
+       offset=st.floats(-1e9, 1e9), seed=st.integers(0, 2**16))
+def test_mean_and_std_are_numpy_s_in_ordinary_units(rows, columns, exponent, offset, seed):
+    values = np.random.default_rng(seed).normal(size=(rows, columns)) * 10.0**exponent + offset
+    mean, std = mean_and_std(values)
+    np.testing.assert_array_equal(mean, values.mean(axis=0))
+    np.testing.assert_array_equal(std, values.std(axis=0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(exponent=st.integers(-300, 300), seed=st.integers(0, 2**16))
+def test_mean_and_std_neither_overflow_nor_underflow(exponent, seed):
+    # numpy's std squares the deviations: 0 below ~1e-154, infinity beyond ~1e154
+    values = np.random.default_rng(seed).normal(size=(50, 2)) + np.array([0.0, 3.0])
+    mean, std = mean_and_std(values * 10.0**exponent)
+    np.testing.assert_allclose(mean / 10.0**exponent, values.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(std / 10.0**exponent, values.std(axis=0), rtol=1e-12)
+
+
+@settings(max_examples=4, deadline=None)
+@given(exponent=st.sampled_from([-300, -200, -12, 12, 200, 300]))
+def test_regression_targets_in_extreme_units_give_the_same_predictions(exponent):
+    X, y = load_diabetes(return_X_y=True)
+    y = np.where(np.arange(len(y)) % 5 == 0, (y - y.mean()) / y.std(), np.nan)
+
+    def predict(targets):
+        regressor = QMatchRegressor(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                                    random_state=0)
+        return regressor.fit(X, targets).predict(X)
+
+    np.testing.assert_allclose(predict(y * 10.0**exponent) / 10.0**exponent, predict(y),
+                               rtol=1e-6, atol=1e-9)
 
 
 @settings(max_examples=3, deadline=None)
