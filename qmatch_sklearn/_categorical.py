@@ -259,21 +259,61 @@ def check_dtypes_unchanged(estimator, X):
         )
 
 
+def _kinds(values):
+    """The kinds of scalar among ``values`` (str, bool, number, or a type's name)."""
+    def kind(value):
+        if isinstance(value, str):
+            return "str"
+        if isinstance(value, (bool, np.bool_)):
+            return "bool"
+        if isinstance(value, (int, float, np.number)):
+            return "number"
+        return type(value).__name__
+    return {kind(value) for value in values}
+
+
 def one_hot_table(X, mask, categories, numeric):
     """The network's input rows: the numeric columns (already checked, float32)
     and each categorical column's one-hot block, in the columns' order; a
-    missing or unseen category is a block of zeros."""
+    missing or unseen category is a block of zeros. Also, for each categorical
+    column none of whose values is a category, nor of the same kind of scalar as
+    the categories (1, 2, 3 at fit; "1", "2", "3" now), which every row then reads
+    as missing: its position and its values' kinds."""
     frame = _as_frame(X)
     widths = input_widths(len(mask), mask, categories)
     starts = input_starts(widths)
     out = np.zeros((frame.shape[0], int(widths.sum())), dtype=np.float32)
     out[:, starts[~mask]] = numeric
     rows = np.arange(frame.shape[0])
+    mismatched = []
     for j, values in zip(np.flatnonzero(mask), categories, strict=True):
-        codes = pd.Index(values).get_indexer(frame.iloc[:, j].to_numpy())  # -1: missing, unseen
+        column = frame.iloc[:, j].to_numpy()
+        codes = pd.Index(values).get_indexer(column)  # -1: missing, unseen
         seen = codes >= 0
         out[rows[seen], starts[j] + codes[seen]] = 1.0
-    return out
+        if not seen.any():
+            kinds = _kinds(pd.unique(pd.Series(column).dropna()))
+            if kinds and not kinds & _kinds(values):
+                mismatched.append((j, kinds))
+    return out, mismatched
+
+
+def _warn_mismatched_kinds(estimator, X, mismatched, mask, categories):
+    """Warn of the categorical columns ``mismatched`` (:func:`one_hot_table`) by
+    name: a change of type upstream (a CSV read with other dtypes) would
+    otherwise blank them silently."""
+    blocks = dict(zip(np.flatnonzero(mask), categories, strict=True))
+    described = "; ".join(
+        f"{_name(X, j)} ({'/'.join(sorted(kinds))} now, "
+        f"{'/'.join(sorted(_kinds(blocks[j])))} at fit: {blocks[j][:3].tolist()}...)"
+        for j, kinds in mismatched
+    )
+    warn(
+        f"{type(estimator).__name__}: no value of categorical column(s) {described} is a "
+        "category seen at fit, so every row reads them as missing. Cast them to the type "
+        "they had at fit.",
+        UserWarning,
+    )
 
 
 def check_table(estimator, X, y="no_validation", *, reset, mask, categories, numeric_map,
@@ -310,7 +350,9 @@ def check_table(estimator, X, y="no_validation", *, reset, mask, categories, num
         numeric = check_array(numeric, **check_params)
     else:
         numeric, y = check_X_y(numeric, y, **check_params)
-    out = one_hot_table(frame, mask, categories, numeric_map(numeric))
+    out, mismatched = one_hot_table(frame, mask, categories, numeric_map(numeric))
+    if mismatched:
+        _warn_mismatched_kinds(estimator, X, mismatched, mask, categories)
     return out if isinstance(y, str) and y == "no_validation" else (out, y)
 
 

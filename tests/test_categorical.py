@@ -1,6 +1,7 @@
 """Categorical columns, natively (``categorical_features``, ``_categorical.py``)."""
 
 import io
+import warnings
 
 import joblib
 import numpy as np
@@ -208,6 +209,20 @@ def test_save_names_categories_it_cannot_store(tmp_path):
     joblib.dump(encoder, buffer)  # pickling keeps them
     buffer.seek(0)
     np.testing.assert_array_equal(joblib.load(buffer).transform(X), encoder.transform(X))
+
+
+def test_a_column_whose_values_changed_type_is_named_in_a_warning():
+    # ints at fit, their strings after (a CSV read with other dtypes): every block blank
+    X, _ = table()
+    X = X.assign(k=pd.Series(X.index % 3 + 1, dtype=object))
+    encoder = QMatchEncoder(**TINY).fit(X)
+    with pytest.warns(UserWarning, match=r"column\(s\) 'k' \(str now, number at fit: "
+                                         r"\[1, 2, 3\]\.\.\.\) is a category seen"):
+        encoder.transform(X.assign(k=X["k"].astype(str)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(X.assign(town="Paris").head(1))  # unseen, of the same kind: silent
+        encoder.transform(X.assign(k=pd.Series(None, index=X.index, dtype=object)))  # missing
 
 
 def test_zero_rows_are_refused_with_the_tables_own_shape():
