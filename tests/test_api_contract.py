@@ -39,7 +39,10 @@ from qmatch_sklearn import (  # noqa: E402
 )
 from qmatch_sklearn._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
 
-ENCODERS = list(METHODS.values())
+from .denoise_method import DenoiseEncoder  # noqa: E402
+
+# the worked example of docs/adding_a_method.md is held to the same contract as the methods
+ENCODERS = [*METHODS.values(), DenoiseEncoder]
 CLASSIFIERS = [QMatchClassifier, SupervisedMLPClassifier]
 REGRESSORS = [QMatchRegressor, SupervisedMLPRegressor]
 ESTIMATORS = ENCODERS + CLASSIFIERS + REGRESSORS

@@ -18,6 +18,7 @@ from qmatch_sklearn.methods.vicreg import vicreg_loss
 from qmatch_sklearn.methods.vime import vime_loss
 
 from .conftest import tiny_method_params
+from .denoise_method import DenoiseEncoder, DenoiseLoss, DenoiseOutput
 
 rng = np.random.default_rng(0)
 
@@ -72,6 +73,27 @@ def test_simsiam_loss_and_its_stop_gradient():
     np.testing.assert_allclose(loss.item(), expected, rtol=1e-10)
     loss.backward()
     assert tensors[0].grad is not None and tensors[2].grad is None
+
+
+def test_the_worked_example_s_loss_and_its_stop_gradient():
+    # docs/adding_a_method.md's denoising method: mean ||s - sg(t)||^2
+    s, t_ = rng.normal(size=(2, 6, 3))
+    student, target = t(s).requires_grad_(), t(t_).requires_grad_()
+    loss = DenoiseLoss()(DenoiseOutput(student, target))
+    np.testing.assert_allclose(loss.item(), ((s - t_) ** 2).mean(), rtol=1e-10)
+    loss.backward()
+    assert student.grad is not None and target.grad is None
+
+
+def test_the_worked_example_trains_probes_and_fine_tunes(blobs):
+    X, y = blobs
+    encoder = DenoiseEncoder(**tiny_method_params("denoise", max_epochs=15,
+                                                  validation_fraction=None))
+    pipe = Pipeline([("enc", encoder), ("clf", LogisticRegression(max_iter=1000))])
+    assert pipe.fit(X[::2], y[::2]).score(X[1::2], y[1::2]) > 0.9
+    clf = QMatchClassifier(DenoiseEncoder(**tiny_method_params("denoise")), freeze_encoder=False,
+                           lr=1e-2, max_epochs=20, random_state=0, device="cpu")
+    assert clf.fit(X, np.where(np.arange(len(y)) % 5 == 0, y, -1)).score(X, y) > 0.8
 
 
 def test_vicreg_loss():

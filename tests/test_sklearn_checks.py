@@ -12,6 +12,7 @@ from qmatch_sklearn import (
 )
 
 from .conftest import tiny_encoder_params, tiny_method_params
+from .denoise_method import DenoiseEncoder
 
 _UNLABELED = (
     "trains with the label -1, which marks unlabeled rows here, as in scikit-learn's "
@@ -56,6 +57,7 @@ def _expected_failures(estimator):
 def _estimators():
     for name, cls in METHODS.items():
         yield cls(**tiny_method_params(name, max_epochs=2))
+    yield DenoiseEncoder(**tiny_method_params("denoise", max_epochs=2))  # adding_a_method.md
     classifier_params = dict(lr=1e-2, max_epochs=40, patience=10, random_state=0, device="cpu")
     yield QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), **classifier_params)
     yield SupervisedMLPClassifier(hidden_sizes=(32,), embedding_dim=8, **classifier_params)
