@@ -47,8 +47,9 @@ print(f"digits: {len(X_train)} unlabeled rows for pretraining, {len(X_test)} tes
 # %%
 # Pretraining
 # -----------
-# ``fit`` trains the encoder with the Q-Match pretext task and early stopping
-# on a held-out 10% of the rows; ``verbose=1`` shows a progress bar.
+# ``fit`` trains the encoder with the Q-Match pretext task; from 2,000 rows on
+# it early-stops on a held-out 10% of them, and on these 1,257 it trains all
+# ``max_epochs``. ``verbose=1`` shows a progress bar.
 
 start = time.perf_counter()
 encoder = QMatchEncoder(max_epochs=20 if FAST else 100, random_state=0, verbose=1)

@@ -101,7 +101,9 @@ class BasePretextEncoder(
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Numeric, preprocessed rows (e.g. the output of a ColumnTransformer).
+            The rows: a numeric matrix (e.g. a ColumnTransformer's output), or a
+            DataFrame whose categorical columns are read natively
+            (``categorical_features``); numeric columns in any units, NaN allowed.
         y : None
             Ignored; present for Pipeline compatibility.
         X_val : array-like of shape (n_val_samples, n_features), default=None

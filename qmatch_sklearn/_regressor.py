@@ -114,7 +114,9 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Numeric, preprocessed rows, labeled and unlabeled.
+            The rows, labeled and unlabeled: a numeric matrix, or a DataFrame
+            whose categorical columns are read natively; numeric columns in any
+            units, NaN allowed.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Real-valued targets; NaN marks an unlabeled row (-1 is a target
             like any other). With several outputs a row is unlabeled when all
@@ -285,12 +287,13 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
         reuse it across fits and CV folds. None means
         ``QMatchEncoder(passthrough=True)`` with this regressor's ``device``,
-        ``random_state`` and ``verbose``: the head sees the input features
-        beside the embedding, which did better with few labels
-        (``benchmarks/results/fewlabel.md``). Pass ``QMatchEncoder()`` for
-        the paper's head on the embedding alone. An encoder whose
-        ``random_state`` is None is seeded from this regressor's ``random_state``
-        (when that is set), so that a seeded regressor refits to the same result.
+        ``precision`` and ``verbose``, seeded from its ``random_state``: the
+        head sees the input features beside the embedding, which did better
+        with few labels (``benchmarks/results/fewlabel.md``). Pass
+        ``QMatchEncoder()`` for the paper's head on the embedding alone. An
+        encoder whose ``random_state`` is None is seeded from this
+        regressor's ``random_state`` (when that is set), so that a seeded
+        regressor refits to the same result.
     freeze_encoder : bool or "auto", default="auto"
         True trains only the linear head on the encoder's embeddings (linear
         evaluation), False fine-tunes the encoder with it. "auto" trains both
@@ -501,8 +504,6 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         The network reads each categorical column as a one-hot block of the
         categories seen at fit (``categories_``; at most 255 per column); a
         missing value or a category unseen at fit is a block of zeros.
-        Corruption replaces a block as one unit, so a corrupted row still
-        has at most one category on.
     hidden_sizes : tuple of int, default=None
         Hidden widths of the encoder network; None means (512, 512) for
         ``architecture="mlp"`` and the paper's widths for ``"imix"``.
@@ -603,7 +604,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit: the network fills
         them (with the column's observed mean); empty when ``X`` had none (NaN
-        at predict is then an error).
+        at predict is then read as the column's fit mean, with a
+        warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the
         rest of the row at fit (a Bonferroni-corrected correlation test): each

@@ -186,7 +186,8 @@ class TabNetEncoder(BasePretextEncoder):
     network_ : torch.nn.Module
         The pretrained encoder (at the best validation epoch).
     history_ : skorch.History
-        One entry per epoch with ``train_loss`` and ``valid_loss``.
+        One entry per epoch with ``train_loss``, and ``valid_loss`` when there
+        is a validation split.
     n_epochs_ : int
         Epochs run.
     best_epoch_ : int
@@ -205,7 +206,8 @@ class TabNetEncoder(BasePretextEncoder):
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit: the network fills
         them (with the column's observed mean); empty when ``X`` had none (NaN
-        at transform is then an error).
+        at transform is then read as the column's fit mean, with a
+        warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the
         rest of the row at fit (a Bonferroni-corrected correlation test): each
