@@ -22,6 +22,7 @@ Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
 import copy
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
@@ -104,9 +105,12 @@ def _integer_labels(classes):
 
 
 def _double_input(operator):
-    from skl2onnx.common.data_types import DoubleTensorType
+    """Whether the graph reads the rows in float64: unless every input is float32 (an
+    integer column read in float32 would lose digits beyond 2^24 that ``predict``,
+    which reads it as float64, keeps)."""
+    from skl2onnx.common.data_types import FloatTensorType
 
-    return all(isinstance(variable.type, DoubleTensorType) for variable in operator.inputs)
+    return not all(isinstance(variable.type, FloatTensorType) for variable in operator.inputs)
 
 
 def _shape_calculator(operator):
@@ -211,7 +215,8 @@ def register_onnx_converters():
     for name, cls in _LOADABLE.items():
         if name == "FrozenEstimator":
             continue
-        options = ({"zipmap": [True, False, "columns"]}
+        # skl2onnx's ZipMap step reads "nocl" too (class names as keys or not)
+        options = ({"zipmap": [True, False, "columns"], "nocl": [False, True]}
                    if hasattr(cls, "predict_proba") else None)
         update_registered_converter(cls, f"QMatchSklearn{name}", _shape_calculator,
                                     _converter, options=options)
@@ -232,8 +237,11 @@ def to_onnx(model, X, **options):
     ----------
     model : estimator or Pipeline
         Fitted; the library's estimators fitted without native categorical columns.
-    X : ndarray of shape (n_samples, n_features)
-        Sample rows; only their type and width are read.
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+        Sample rows; only their type, width and column names are read. A
+        DataFrame with string column names gives the graph one input per
+        column (its columns must be those the model was fitted on, in their
+        order); any other sample, one input ``X``.
     **options
         Passed to ``skl2onnx.to_onnx`` (``target_opset``, ``options``, ...).
 
@@ -261,8 +269,20 @@ def to_onnx(model, X, **options):
             f"to_onnx: the sample X has shape {np.shape(X)}, but the model was fitted on "
             f"{expected} features; pass a few rows (n_samples, {expected}) as it reads them."
         )
+    names = getattr(model, "feature_names_in_", None)
+    if isinstance(X, pd.DataFrame) and names is not None and list(X.columns) != list(names):
+        # the graph reads its inputs in the sample's order: fed by name, values would
+        # land in other columns' places
+        raise ValueError(
+            f"to_onnx: the sample's columns {list(X.columns)} are not the columns the model "
+            f"was fitted on, in their order: {list(names)}. Pass X[{list(names)}]."
+        )
     register_onnx_converters()
     if hasattr(model, "predict_proba"):
-        options["options"] = {id(steps[-1]): {"zipmap": False}, **(options.get("options") or {})}
-    sample = X.iloc[:1] if hasattr(X, "iloc") else np.asarray(X)[:1]
+        given = options.get("options") or {}
+        if id(steps[-1]) not in given and type(steps[-1]) not in given:
+            options["options"] = {id(steps[-1]): {"zipmap": False}, **given}
+    sample = X.iloc[:1] if isinstance(X, pd.DataFrame) else np.asarray(X)[:1]
+    if isinstance(sample, pd.DataFrame) and not all(isinstance(c, str) for c in sample.columns):
+        sample = sample.to_numpy()  # names that are not strings name no graph input: one X
     return skl2onnx.to_onnx(model, sample, **options)

@@ -22,6 +22,7 @@ from qmatch_sklearn import (
     QMatchRegressor,
     SupervisedMLPClassifier,
     SupervisedMLPRegressor,
+    register_onnx_converters,
     to_onnx,
 )
 
@@ -176,6 +177,48 @@ def test_a_frame_of_integer_and_float_columns_and_float_labels(wine_with_nan):
     np.testing.assert_allclose(proba, clf.predict_proba(frame), rtol=ATOL, atol=ATOL)
     assert labels.dtype == np.int64
     np.testing.assert_array_equal(labels, clf.predict(frame))
+
+
+def test_large_integer_columns_are_read_in_float64_as_predict_reads_them(wine_with_nan):
+    # a timestamp beyond float32's 2^24: a float32 graph lost its last digits
+    X, _, _ = wine_with_nan
+    rng = np.random.RandomState(0)
+    frame = pd.DataFrame({"timestamp": 1_700_000_000 + rng.randint(0, 86_400, len(X)),
+                          "alcohol": X[:, 0].astype(np.float32)})
+    target = (frame["timestamp"] - 1_700_000_000) / 864 + frame["alcohol"]
+    reg = _fit(QMatchRegressor(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                               random_state=0, device="cpu"), frame, target)
+    (predicted,) = _run(to_onnx(reg, frame), frame)
+    np.testing.assert_allclose(predicted[:, 0], reg.predict(frame), rtol=1e-6, atol=1e-4)
+
+
+def test_a_sample_whose_columns_are_not_the_fitted_ones_in_order_is_refused(wine_with_nan):
+    X, _, _ = wine_with_nan
+    frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])
+    encoder = _fit(QMatchEncoder(**tiny_encoder_params()), frame)
+    with pytest.raises(ValueError, match=r"sample's columns \['b', 'a', 'c', 'd'\] are not"):
+        to_onnx(encoder, frame[["b", "a", "c", "d"]])
+    # columns named by integers (pandas' default) name no graph input: one tensor X
+    numbered = pd.DataFrame(X[:, :4])
+    encoder = _fit(QMatchEncoder(**tiny_encoder_params()), numbered)
+    (out,) = _run(to_onnx(encoder, numbered), numbered.to_numpy())
+    np.testing.assert_allclose(out, encoder.transform(numbered), rtol=ATOL, atol=ATOL)
+
+
+def test_zipmap_gives_the_probabilities_as_skl2onnx_s_dicts(digits):
+    import skl2onnx
+
+    X, y = digits[0][:200], np.where(np.arange(200) % 5 == 0, digits[1][:200], -1)
+    clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), random_state=0,
+                                device="cpu"), X, y)
+    _, dicts = _run(to_onnx(clf, X, options={id(clf): {"zipmap": True}}), X[:5])
+    expected = clf.predict_proba(X[:5])
+    for row, probabilities in zip(dicts, expected, strict=True):
+        np.testing.assert_allclose([row[c] for c in clf.classes_], probabilities, atol=ATOL)
+    register_onnx_converters()  # skl2onnx's own call, whose default is zipmap=True
+    _, dicts = _run(skl2onnx.to_onnx(make_pipeline(StandardScaler(), clf).fit(X, y), X[:1]),
+                    X[:2])
+    assert len(dicts) == 2 and set(dicts[0]) == set(clf.classes_)
 
 
 def test_native_categorical_columns_are_refused_by_name(wine_with_nan):
