@@ -89,8 +89,8 @@ def one_hot_groups(preprocessor):
     groups = []
     for name, transformer, _ in preprocessor.transformers_:
         encoder = _last_one_hot(transformer)
-        if encoder is None:
-            continue
         indices = preprocessor.output_indices_[name]
+        if encoder is None or indices.start == indices.stop:  # no column selected: unfitted
+            continue
         groups += _groups_of(encoder, indices.start, indices.stop)
     return groups

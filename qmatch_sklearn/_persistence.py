@@ -197,6 +197,11 @@ class _Writer:
         if isinstance(value, dict) and all(isinstance(key, str) for key in value):
             items = {key: self.value(item, _join(path, key)) for key, item in value.items()}
             return {"__type__": "dict", "items": items}
+        if isinstance(value, dict) and all(map(_is_scalar_key, value)):
+            # keys of other scalars (class_weight={0: 1.0, 1: 3.0}): a list of pairs
+            items = [[self.value(key, _join(path, i)), self.value(item, _join(path, i))]
+                     for i, (key, item) in enumerate(value.items())]
+            return {"__type__": "mapping", "items": items}
         if (isinstance(value, np.ndarray) and value.dtype.kind in NUMERIC_KINDS
                 and value.size >= TENSOR_MIN_SIZE):
             self.tensors[path] = np.ascontiguousarray(value)
@@ -233,6 +238,12 @@ class _Writer:
             f"qmatch_sklearn.save cannot store {path!r}, of type "
             f"{type(value).__module__}.{type(value).__qualname__}."
         )
+
+
+def _is_scalar_key(key):
+    """Whether a dict key is a scalar a file holds: a number, a boolean or a string."""
+    return isinstance(key, (bool, int, float, str)) or (
+        isinstance(key, np.generic) and key.dtype.kind in NUMERIC_KINDS)
 
 
 def _is_number(item):
@@ -341,6 +352,16 @@ class _Reader:
         if kind == "dict":
             _expect(isinstance(node["items"], dict), path, "a dict entry holds items.")
             return {key: self.value(item, _join(path, key)) for key, item in node["items"].items()}
+        if kind == "mapping":
+            pairs = node["items"]
+            _expect(isinstance(pairs, list) and all(
+                isinstance(pair, list) and len(pair) == 2 for pair in pairs), path,
+                "a mapping entry holds [key, value] pairs.")
+            keys = [self.value(key, _join(path, i)) for i, (key, _) in enumerate(pairs)]
+            _expect(all(map(_is_scalar_key, keys)), path,
+                    "a mapping's keys are numbers, booleans or strings.")
+            return {key: self.value(item, _join(path, i))
+                    for i, (key, (_, item)) in enumerate(zip(keys, pairs, strict=True))}
         if kind == "tensor":
             return self._tensor(node["name"], path)
         if kind == "array":

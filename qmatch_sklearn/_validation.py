@@ -44,7 +44,8 @@ def check_features(estimator, X, y="no_validation", *, reset):
     if mask is not None:
         return check_table(estimator, X, y, reset=reset, mask=mask,
                            dtypes_from_fit=(not reset
-                                            and estimator._categorical_param() == "from_dtype"),
+                                            # "from_dtype", the one string it takes
+                                            and isinstance(estimator._categorical_param(), str)),
                            categories=estimator.categories_,
                            numeric_map=lambda numeric: _in_network_units(
                                estimator, numeric, reset, mask),

@@ -243,12 +243,14 @@ def test_a_frozen_fitted_encoder_brings_its_categories():
     assert classifier.predict(X).shape == (len(X),)
 
 
-@pytest.mark.parametrize("spec", [[1, 3], ["colour", "town"], [False, True, False, True, False]],
-                         ids=["indices", "names", "mask"])
+@pytest.mark.parametrize("spec", [[1, 3], ["colour", "town"], [False, True, False, True, False],
+                                  np.array([1, 3]), np.array([False, True, False, True, False])],
+                         ids=["indices", "names", "mask", "index array", "mask array"])
 def test_explicit_categorical_features(spec):
     X, _ = table()
     encoder = QMatchEncoder(**TINY, categorical_features=spec).fit(X)
     np.testing.assert_array_equal(encoder.is_categorical_, [False, True, False, True, False])
+    assert encoder.transform(X).shape == (len(X), 4)  # an array spec failed here, after fit
 
 
 def test_integer_codes_in_an_array_as_categories():

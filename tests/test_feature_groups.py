@@ -7,7 +7,7 @@ import scipy.sparse as sp
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.compose import make_column_transformer
+from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -138,3 +138,16 @@ def test_groups_by_name_on_a_dataframe_and_their_errors_come_before_training():
     QMatchEncoder(feature_groups=[["x", "z"]], **tiny_encoder_params(max_epochs=1)).fit(X)
     with pytest.raises(ValueError, match="'w', which is not among"):
         QMatchEncoder(feature_groups=[["x", "w"]], **tiny_encoder_params()).fit(X)
+
+
+def test_a_one_hot_encoder_that_selected_no_column_gives_no_group():
+    # make_column_selector(dtype_exclude="number") on a table without text columns
+    from sklearn.compose import make_column_selector
+
+    X = pd.DataFrame({"a": np.arange(10.0), "b": np.arange(10.0) ** 2})
+    prep = ColumnTransformer([
+        ("categorical", OneHotEncoder(handle_unknown="ignore"),
+         make_column_selector(dtype_exclude="number")),
+        ("numeric", StandardScaler(), make_column_selector(dtype_include="number")),
+    ]).fit(X)
+    assert one_hot_groups(prep) == []

@@ -137,6 +137,12 @@ EDITS = {
     "a label-spreading weight below 0": (
         "classifier", lambda e: e["attributes"].update(label_spreading_weight_=-0.5), None,
         "label_spreading_weight_"),
+    "a mapping whose key is a list": (
+        "classifier", lambda e: e["params"].update(class_weight={
+            "__type__": "mapping", "items": [[[0, 1], 1.0]]}), None, "class_weight"),
+    "a mapping of pairs that are not pairs": (
+        "classifier", lambda e: e["params"].update(class_weight={
+            "__type__": "mapping", "items": [[0]]}), None, "class_weight"),
     "a device that does not exist": (
         "encoder", lambda e: e["attributes"].update(device_="os.system"), None, "device_"),
 }

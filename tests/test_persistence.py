@@ -221,7 +221,8 @@ def test_save_names_what_it_cannot_store(fitted_encoder, tmp_path, monkeypatch):
         save(QMatchClassifier(PCA()), tmp_path / "model.safetensors")
     with pytest.raises(TypeError, match=r"the estimator is a sklearn\.pipeline.*Pipeline.*skops"):
         save(make_pipeline(StandardScaler()), tmp_path / "model.safetensors")
-    monkeypatch.setattr(fitted_encoder, "notes_", {1: "a key that is not a string"}, raising=False)
+    monkeypatch.setattr(fitted_encoder, "notes_", {(1, 2): "a key that is not a scalar"},
+                        raising=False)
     with pytest.raises(TypeError, match=r"'notes_', of type builtins\.dict"):
         save(fitted_encoder, tmp_path / "model.safetensors")
 
@@ -386,3 +387,15 @@ def test_skops_trusts_the_classifier_and_its_encoder(data, tmp_path):
     restored = skops.io.load(tmp_path / "clf.skops", trusted=untrusted)
     np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
     assert restored.network_[0] is restored.encoder_.network_
+
+
+def test_class_weight_keyed_by_integer_labels_saves_and_loads(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] > 0).astype(int)
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), random_state=0,
+                           class_weight={0: 1.0, 1: 3.0}).fit(X, y)
+    qmatch_sklearn.save(clf, tmp_path / "clf.qmatch")
+    loaded = qmatch_sklearn.load(tmp_path / "clf.qmatch")
+    assert loaded.class_weight == {0: 1.0, 1: 3.0}
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
