@@ -21,6 +21,7 @@ from qmatch_sklearn.datasets import (
     load_mnist,
     load_paper_split,
 )
+from qmatch_sklearn.datasets._loaders import _DESCR
 from qmatch_sklearn.datasets._splits import CONFIGS
 
 from .conftest import SHARED_DATA
@@ -283,7 +284,7 @@ def test_higgs_split_sizes_at_full_scale(name):
     # A stand-in with HIGGS's 11,000,000 rows: the sizes do not depend on the values.
     n_rows = 11_000_000
     dataset = Bunch(data=np.zeros((n_rows, 1), np.float32), target=np.zeros(n_rows, np.int64),
-                    is_test=None)
+                    is_test=None, DESCR=_DESCR["higgs"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # full scale: no warning
         split = load_paper_split(name, dataset=dataset)
@@ -380,3 +381,15 @@ def test_load_paper_split_reads_the_files_itself(tmp_path):
         shutil.copy(SHARED_DATA / "adult" / name, tmp_path / "adult" / name)
     split = load_paper_split("adult_1p", tmp_path, download_if_missing=False)
     assert sizes(split) == EXPECTED_SIZES["adult_1p"]
+
+
+@pytest.mark.parametrize("name, dataset, message", [
+    ("adult_1p", "mnist", r"what load_adult\(\) returns: 'adult_1p' splits the adult data"),
+    ("higgs_1p_sample", "higgs_array", r"got ndarray"),
+    (["adult_1p"], None, r"Unknown configuration \['adult_1p'\]"),
+], ids=["another dataset's Bunch", "an array", "a list for a name"])
+def test_a_split_of_the_wrong_data_is_refused_by_name(name, dataset, message, mnist,
+                                                       higgs_sample):
+    given = {"mnist": mnist, "higgs_array": np.asarray(higgs_sample.data), None: None}[dataset]
+    with pytest.raises(ValueError, match=message):
+        load_paper_split(name, dataset=given)

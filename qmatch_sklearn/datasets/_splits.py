@@ -20,7 +20,7 @@ from sklearn.preprocessing import (
 from sklearn.utils import Bunch, check_random_state
 
 from .._warnings import warn
-from ._loaders import ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERIC, LOADERS
+from ._loaders import _DESCR, ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERIC, LOADERS
 
 
 @dataclass(frozen=True)
@@ -359,12 +359,19 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
     (8170, 86, 16281)
     >>> X_pretext = split.preprocessor.fit_transform(split.pretext.X)  # doctest: +SKIP
     """
-    if name not in CONFIGS:
+    if not isinstance(name, str) or name not in CONFIGS:
         raise ValueError(f"Unknown configuration {name!r}; choose one of {sorted(CONFIGS)}.")
     config = CONFIGS[name]
+    loader = LOADERS[config.dataset]
     if dataset is None:
-        loader = LOADERS[config.dataset]
         dataset = loader(data_home=data_home, download_if_missing=download_if_missing)
+    elif not (isinstance(dataset, Bunch) and dataset.get("DESCR") == _DESCR[config.dataset]):
+        # another dataset's rows would be cut by this one's sizes, silently
+        raise ValueError(
+            f"dataset must be what {loader.__name__}() returns: {name!r} splits the "
+            f"{config.dataset} data; got {type(dataset).__name__} "
+            f"({str(getattr(dataset, 'DESCR', ''))[:40]!r}...)."
+        )
     is_test = dataset.is_test
     if is_test is None:  # no original test file: every row is in the pool
         is_test = np.zeros(len(dataset.target), dtype=bool)
