@@ -6,11 +6,12 @@ are downloaded when missing. :func:`load_paper_split` cuts a loaded dataset
 into the pretext / pretext_val / train / val / test sets of one experiment.
 """
 
-from ._fetch import get_data_home
+from ._fetch import ChecksumError, get_data_home
 from ._loaders import load_adult, load_covtype, load_higgs, load_mnist
 from ._splits import load_paper_split
 
 __all__ = [
+    "ChecksumError",
     "get_data_home",
     "load_adult",
     "load_covtype",

@@ -28,7 +28,12 @@ _MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 
 
 class ChecksumError(OSError):
-    """A dataset file does not match any of its known SHA-256 hashes."""
+    """A dataset file does not match any of its known SHA-256 hashes.
+
+    Raised by the loaders (``load_adult`` and the others) for a file on disk
+    or a download whose hash is none of the file's known ones; the message
+    names both. An ``OSError``, as a failed download is.
+    """
 
 
 @dataclass(frozen=True)
