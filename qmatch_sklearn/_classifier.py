@@ -567,6 +567,23 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         """
         return torch.softmax(torch.from_numpy(self._logits(X)), dim=1).numpy()
 
+    def predict_log_proba(self, X):
+        """Estimate the log class probabilities, log-softmax of the logits.
+
+        Finite where ``predict_proba`` underflows to 0.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows preprocessed like those passed to ``fit``.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            The float32 log-probability of each class of ``classes_``.
+        """
+        return torch.log_softmax(torch.from_numpy(self._logits(X)), dim=1).numpy()
+
     def predict(self, X):
         """Predict the most probable class of each row.
 

@@ -330,3 +330,13 @@ def test_with_metadata_routing_the_head_scores_with_the_weights_as_without(data)
             fit_logistic_head_(head, X, y, 7, weights)
             heads.append(head.weight.detach().numpy())
     np.testing.assert_array_equal(*heads)
+
+
+def test_predict_log_proba_is_the_log_of_predict_proba(data):
+    # cross_val_predict(method="predict_log_proba") and meta-estimators ask for it
+    X, y = data
+    clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params()), random_state=0).fit(
+        X, np.where(np.arange(len(y)) % 2 == 0, y, -1))
+    log_proba = clf.predict_log_proba(X)
+    assert log_proba.dtype == np.float32 and np.isfinite(log_proba).all()
+    np.testing.assert_allclose(np.exp(log_proba), clf.predict_proba(X), rtol=1e-5, atol=1e-7)
