@@ -278,7 +278,8 @@ def one_hot_table(X, mask, categories, numeric):
     missing or unseen category is a block of zeros. Also, for each categorical
     column none of whose values is a category, nor of the same kind of scalar as
     the categories (1, 2, 3 at fit; "1", "2", "3" now), which every row then reads
-    as missing: its position and its values' kinds."""
+    as missing: its position, its values' kinds, its categories' kinds and its
+    first categories."""
     frame = _as_frame(X)
     widths = input_widths(len(mask), mask, categories)
     starts = input_starts(widths)
@@ -292,21 +293,20 @@ def one_hot_table(X, mask, categories, numeric):
         seen = codes >= 0
         out[rows[seen], starts[j] + codes[seen]] = 1.0
         if not seen.any():
-            kinds = _kinds(pd.unique(pd.Series(column).dropna()))
-            if kinds and not kinds & _kinds(values):
-                mismatched.append((j, kinds))
+            kinds, fit_kinds = _kinds(pd.unique(pd.Series(column).dropna())), _kinds(values)
+            if kinds and not kinds & fit_kinds:
+                mismatched.append((j, kinds, fit_kinds, values[:3].tolist()))
     return out, mismatched
 
 
-def _warn_mismatched_kinds(estimator, X, mismatched, mask, categories):
+def _warn_mismatched_kinds(estimator, X, mismatched):
     """Warn of the categorical columns ``mismatched`` (:func:`one_hot_table`) by
     name: a change of type upstream (a CSV read with other dtypes) would
     otherwise blank them silently."""
-    blocks = dict(zip(np.flatnonzero(mask), categories, strict=True))
     described = "; ".join(
         f"{_name(X, j)} ({'/'.join(sorted(kinds))} now, "
-        f"{'/'.join(sorted(_kinds(blocks[j])))} at fit: {blocks[j][:3].tolist()}...)"
-        for j, kinds in mismatched
+        f"{'/'.join(sorted(fit_kinds))} at fit: {examples}...)"
+        for j, kinds, fit_kinds, examples in mismatched
     )
     warn(
         f"{type(estimator).__name__}: no value of categorical column(s) {described} is a "
@@ -352,7 +352,7 @@ def check_table(estimator, X, y="no_validation", *, reset, mask, categories, num
         numeric, y = check_X_y(numeric, y, **check_params)
     out, mismatched = one_hot_table(frame, mask, categories, numeric_map(numeric))
     if mismatched:
-        _warn_mismatched_kinds(estimator, X, mismatched, mask, categories)
+        _warn_mismatched_kinds(estimator, X, mismatched)
     return out if isinstance(y, str) and y == "no_validation" else (out, y)
 
 
