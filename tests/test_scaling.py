@@ -197,7 +197,8 @@ def test_mean_and_std_are_numpy_s_in_ordinary_units(rows, columns, exponent, off
 @given(exponent=st.integers(-300, 300), seed=st.integers(0, 2**16))
 def test_mean_and_std_neither_overflow_nor_underflow(exponent, seed):
     # numpy's std squares the deviations: 0 below ~1e-154, infinity beyond ~1e154
-    values = np.random.default_rng(seed).normal(size=(50, 2)) + np.array([0.0, 3.0])
+    # means away from 0, where a relative tolerance means something
+    values = np.random.default_rng(seed).normal(size=(50, 2)) + np.array([-5.0, 3.0])
     mean, std = mean_and_std(values * 10.0**exponent)
     np.testing.assert_allclose(mean / 10.0**exponent, values.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(std / 10.0**exponent, values.std(axis=0), rtol=1e-12)
