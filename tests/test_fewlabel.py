@@ -228,3 +228,34 @@ def test_every_contender_seconds_leave_out_gpu_rows_and_name_tiny_fits():
 ])
 def test_gaps_in_standard_errors(gap, cell):
     assert fewlabel_report.gap_cell(pd.Series(gap, dtype=float), in_standard_errors=True) == cell
+
+
+def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
+    xeon = "Intel Xeon, 2 cores, 1 thread(s)"
+    frame = pd.DataFrame(
+        _rows("budget", "qmatch_clf", [90.0, 92.0, 94.0], fit_seconds=8.0)
+        + _rows("budget", "catboost", [80.0, 82.0], fit_seconds=1.0)
+        # seed 2's CatBoost ran on another machine: not a pair
+        + [{**row, "seed": 2, "machine": xeon}
+           for row in _rows("budget", "catboost", [84.0], fit_seconds=1.0)]
+        # another config's CatBoost rows (another run) are not read
+        + _rows("peers", "catboost", [70.0, 70.0, 70.0], fit_seconds=100.0)
+        + _rows("budget", "qmatch_clf", [50.0, 60.0], table="penguins", fit_seconds=2.0)
+        + _rows("budget", "catboost", [50.0, 50.0], table="penguins", fit_seconds=1.0))
+    header, _, wine, penguins, mean = fewlabel_report.against_catboost_time(frame, "budget")
+    assert header.startswith("| Table | qmatch_clf s | catboost s | qmatch_clf / catboost")
+    assert wine == ("| wine | 8.0 | 1.0 | 8.0 ✗ | 91.00 ± 1.41 (2) | 81.00 ± 1.41 (2) |")
+    assert penguins.startswith("| penguins | 2.0 | 1.0 | 2.0 |")
+    # the geometric mean of 8 and 2 is 4, above the 2x goal
+    assert mean == "| **geometric mean of 2 tables** |  |  | 4.0 ✗ |  |  |"
+    assert fewlabel_report.against_catboost_time(frame, "peers") == []
+
+
+def test_the_pareto_figure_has_a_panel_a_table(tmp_path):
+    frame = pd.DataFrame(
+        _rows("auto", "qmatch_clf", [90.0, 92.0], fit_seconds=8.0)
+        + _rows("auto", "catboost", [80.0, 82.0], fit_seconds=0.0)  # a fit under 10 ms
+        + _rows("auto", "logreg", [50.0, 60.0], table="penguins", fit_seconds=2.0))
+    path = tmp_path / "pareto.png"
+    fewlabel_report.pareto_plot(path, frame, ["wine", "penguins"], "auto")
+    assert path.stat().st_size > 0
