@@ -39,14 +39,16 @@ from ._boosting import (
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet, TrainingResult
 from ._head import (
+    EMBEDDING_WEIGHTS,
     PRETRAINED_ENCODER_CONSTRAINTS,
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
+    pseudo_bma_weights,
     weigh_embedding_block,
 )
 from ._label_spreading import spread_logistic
-from ._self_training import _rows, self_trained_logistic, unlabeled_sample
+from ._self_training import self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 from ._warnings import warn
 
@@ -76,7 +78,10 @@ class LogisticAverage:
     p_k w_k over the regressions, ``twin_weights`` each kind of twin's share of
     the regressions' weight, ``unconverged`` the C of each regression that did
     not converge, ``folds`` the cross-validation folds (:func:`head_folds`;
-    None when a class has one row of positive weight).
+    None when a class has one row of positive weight), ``paths`` the plain
+    regressions' cross-validation as ``(block weight, coefficient paths of
+    shape (folds, Cs, outputs, features + 1), held-out scores of shape (folds,
+    Cs))`` (empty without folds).
     """
 
     coef: np.ndarray
@@ -85,6 +90,7 @@ class LogisticAverage:
     twin_weights: dict
     unconverged: list
     folds: list
+    paths: list
 
     def logits(self, rows):
         return rows @ self.coef.T + self.intercept
@@ -182,8 +188,9 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     folds = head_folds(targets, seed, sample_weight)
     if unlabeled is None or folds is None:
         twins = ()
-    unconverged = []
+    unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
+    block_weights = iter(EMBEDDING_WEIGHTS if n_embedding is not None else (1.0,))
 
     def fit(features, unlabeled):
         if folds is None:
@@ -201,6 +208,8 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
             unconverged.append(float(getattr(model, "C_", model.C)))
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if folds is not None else 0.0
+        if folds is not None:  # (folds, l1 ratios, Cs, outputs, features + 1): one l1 ratio
+            paths.append((next(block_weights), model.coefs_paths_[:, 0], model.scores_[:, 0]))
         heads = [(model, score)]
         kinds.append(None)
         for name in twins:
@@ -220,36 +229,46 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     kinds = np.array(kinds, dtype=object)
     return LogisticAverage(
         coef, intercept, weight, {name: float(p[kinds == name].sum()) for name in twins},
-        unconverged, folds,
+        unconverged, folds, paths,
     )
 
 
-def honest_out_of_fold(embeddings, targets, folds, seed, sample_weight=None, n_embedding=None):
-    """Out-of-fold logits of the plain closed-form head (:func:`average_logistic`
-    without twins): on each of ``folds``, the whole head (its Cs, chosen by
-    cross-validation inside the fold, and its regressions' weights) refitted on
-    the other rows and evaluated on the held-out ones.
+def honest_out_of_fold(average, embeddings, n_embedding=None):
+    """Out-of-fold logits of the plain closed-form head (``average``, a
+    :class:`LogisticAverage` with folds, without its twins), from the
+    regressions its cross-validation already fitted: on each fold k, each
+    regression's C and the regressions' weights in the average are chosen on
+    the held-out scores of the other folds alone, and the held-out rows of fold
+    k are predicted by the regressions fitted without them (fold k's point of
+    each regularisation path, at that C).
 
     What stacking weighs a model by must be predictions of rows that chose
     nothing about the model (Wolpert, 1992, "Stacked generalization", section 2;
     Breiman, 1996, "Stacked regressions"). A regression refitted out of fold at
-    the C chosen on every row is not such a prediction: the held-out rows chose
-    its C and its weight in the average, and its out-of-fold likelihood is
-    optimistic (on the few-label benchmark's loans, HIGGS and Adult tables, lower
-    when honest on all 36 draws tried, by up to 0.077 nats a row), which tilts
-    the stacking away from the boosted member. The twins, which learn from the
-    unlabeled rows, are left out: refitting them in every fold would multiply
-    the head's cost, and where a member is tried (50 labeled rows or more) they
-    hold little of the weight. A regression of an inner head that stops short
-    of convergence is used as it is: only its held-out predictions are read
-    (the head fitted on every row warns).
+    the C chosen on every row is not such a prediction: the held-out rows' own
+    scores chose its C and its weight in the average, and its out-of-fold
+    likelihood is optimistic, which tilts the stacking away from the boosted
+    member. Here no row's score chooses anything about the regression that
+    predicts it; its label still trains the other folds' regressions, whose
+    scores choose (the price of reusing the head's folds instead of refitting the
+    whole head, cross-validation inside, in every fold: 5 to 6 times the head's
+    regressions). The twins, which learn from the unlabeled rows, are left out:
+    where a member is tried (50 labeled rows or more) they hold little of the
+    weight. A regression stopped short of convergence is used as it is.
     """
-    logits = np.zeros((len(targets), int(targets.max()) + 1))
-    for train, test in folds:
-        inner = average_logistic(
-            embeddings[train], targets[train], seed, _rows(sample_weight, train), n_embedding,
-        )
-        logits[test] = inner.logits(embeddings[test])
+    n_outputs = average.paths[0][1].shape[2]  # 1 for two classes: the second's logit
+    logits = np.zeros((len(embeddings), max(n_outputs, 2)))
+    for k, (train, test) in enumerate(average.folds):
+        others = np.arange(len(average.folds)) != k
+        scores = np.stack([fold_scores[others].mean(axis=0)
+                           for _, _, fold_scores in average.paths])
+        chosen = scores.argmax(axis=1)  # each regression's C, chosen without fold k
+        p = pseudo_bma_weights(scores.max(axis=1), len(train))
+        for p_m, (weight, path, _), c in zip(p, average.paths, chosen, strict=True):
+            coef, intercept = path[k, c, :, :-1].copy(), path[k, c, :, -1]
+            if n_embedding is not None:
+                coef[:, coef.shape[1] - n_embedding:] *= weight
+            logits[test, -n_outputs:] += p_m * (embeddings[test] @ coef.T + intercept)
     return logits
 
 
@@ -269,8 +288,9 @@ def fit_logistic_head_(
     folds) join the head: the predicted probabilities are
     (1 - pi) softmax(head) + pi p_trees, pi stacked
     (:func:`~._boosting.stacking_weight`): the pi whose mixture of the
-    out-of-fold probabilities (the plain head's, refitted whole in each fold,
-    :func:`honest_out_of_fold`, and the tempered trees') is likeliest.
+    out-of-fold probabilities (the plain head's, from its own folds' regressions
+    at Cs and weights the other folds choose, :func:`honest_out_of_fold`, and the
+    tempered trees') is likeliest.
 
     The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
     regressions), each of ``twins`` (that kind of twin's share of the
@@ -300,8 +320,7 @@ def fit_logistic_head_(
         member = fit_boosted_member(inputs, targets, average.folds, seed, sample_weight)
     if member is not None:
         trees, temperature, member_log_proba = member
-        head_logits = honest_out_of_fold(embeddings, targets, average.folds, seed,
-                                         sample_weight, n_embedding)
+        head_logits = honest_out_of_fold(average, embeddings, n_embedding)
         boosting_weight = stacking_weight(
             log_softmax(head_logits, axis=1), member_log_proba, targets, sample_weight
         )

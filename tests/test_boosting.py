@@ -311,16 +311,20 @@ def test_a_row_of_weight_zero_counts_for_nothing_even_at_log_zero():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_the_member_is_stacked_against_the_plain_head_refitted_in_each_fold(
+def test_the_member_is_stacked_against_the_plain_heads_regressions_of_each_fold(
     monkeypatch, n_classes
 ):
-    """The head's side of the stacking: on each fold, the plain head (its Cs and
-    its regressions' weights chosen without the held-out rows) fitted on the other
-    rows and evaluated on the held-out ones. The self-trained twins take no part:
-    the same probabilities with or without unlabeled rows."""
+    """The head's side of the stacking: on each fold, the plain regressions
+    fitted without the held-out rows, each at the C that the other folds' scores
+    choose, averaged with weights from those scores alone (computed here with
+    scikit-learn's own ``LogisticRegressionCV`` scores and ``LogisticRegression``
+    refits). The self-trained twins take no part: the same probabilities with or
+    without unlabeled rows."""
     import torch
+    from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 
     from qmatch_sklearn import _classifier
+    from qmatch_sklearn._head import EMBEDDING_WEIGHTS, pseudo_bma_weights
 
     X, y = table(5, n_rows=90, n_classes=n_classes, missing=0.0)
     rng = np.random.RandomState(5)
@@ -341,30 +345,42 @@ def test_the_member_is_stacked_against_the_plain_head_refitted_in_each_fold(
             n_embedding=n_embedding, inputs=X, unlabeled=rows,
         )
     assert fitted["boosting_weight_"] > 0 and len(seen) == 2
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+    scaled = [np.c_[X, weight * features[:, -n_embedding:]] for weight in EMBEDDING_WEIGHTS]
+    searches = [LogisticRegressionCV(cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
+                                     use_legacy_attributes=False, max_iter=1000).fit(rows, y)
+                for rows in scaled]
     expected = np.zeros((len(y), n_classes))
-    for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
-        head = torch.nn.Linear(features.shape[1], n_classes)
-        _classifier.fit_logistic_head_(head, features[train], y[train], 0,
-                                       n_embedding=n_embedding)
-        with torch.no_grad():
-            expected[test] = head(torch.as_tensor(features[test], dtype=torch.float32)).numpy()
+    for k, (train, test) in enumerate(folds):
+        scores = [np.delete(s.scores_[:, 0], k, axis=0).mean(axis=0) for s in searches]
+        p = pseudo_bma_weights([score.max() for score in scores], len(train))
+        for p_m, rows, search, score in zip(p, scaled, searches, scores, strict=True):
+            refit = LogisticRegression(C=search.Cs_[score.argmax()], max_iter=1000)
+            refit.fit(rows[train], y[train])
+            logits = refit.decision_function(rows[test])
+            expected[test] += p_m * (np.c_[np.zeros(len(test)), logits] if n_classes == 2
+                                     else logits)
     for head_log_proba in seen:
-        np.testing.assert_allclose(head_log_proba, log_softmax(expected, axis=1), atol=1e-4)
+        # the path's warm-started solves against cold refits: the solver's tolerance
+        np.testing.assert_allclose(head_log_proba, log_softmax(expected, axis=1), atol=2e-3)
 
 
-def test_the_stacked_head_is_scored_on_rows_that_chose_nothing_about_it():
-    """Every held-out row's logits come from a head fitted without the fold's
-    held-out rows: moving one of them changes no other held-out row's logits in
-    that fold. They are not the logits of the head fitted on every row."""
-    from qmatch_sklearn._classifier import average_logistic, honest_out_of_fold
+def test_no_fold_chooses_the_regressions_that_predict_it():
+    """A fold whose own held-out scores favour one C is predicted at the C that the
+    other folds favour, by its own point of the regularisation path; two classes'
+    single score is the second logit."""
+    from qmatch_sklearn._classifier import LogisticAverage, honest_out_of_fold
 
-    X, y = table(7, n_rows=80, n_classes=2, missing=0.0)
-    folds = list(StratifiedKFold(4, shuffle=True, random_state=1).split(X, y))
-    logits = honest_out_of_fold(X, y, folds, 1)
-    full = average_logistic(X, y, 1).logits(X)
-    assert not np.allclose(logits, full)
-    _, test = folds[0]
-    moved = X.copy()
-    moved[test[0]] += 3.0
-    changed = honest_out_of_fold(moved, y, folds, 1)
-    np.testing.assert_allclose(changed[test[1:]], logits[test[1:]])
+    rows = np.arange(8.0).reshape(4, 2)
+    folds = [(np.array([2, 3]), np.array([0, 1])), (np.array([0, 1]), np.array([2, 3]))]
+    path = np.zeros((2, 2, 1, 3))  # (folds, Cs, outputs, features + intercept)
+    path[0, 0, 0] = [100.0, 0.0, 0.0]  # fold 0 at C 0
+    path[0, 1, 0] = [1.0, 0.0, 0.5]  # fold 0 at C 1
+    path[1, 0, 0] = [0.0, 1.0, -1.0]  # fold 1 at C 0
+    path[1, 1, 0] = [0.0, 100.0, 0.0]
+    scores = np.array([[-9.0, -0.1], [-0.1, -9.0]])  # fold 0 favours C 1, fold 1 favours C 0
+    average = LogisticAverage(None, None, 1.0, {}, [], folds, [(1.0, path, scores)])
+    logits = honest_out_of_fold(average, rows)
+    # fold 0 (rows 0-1) at the C fold 1 favours (C 0): x0 * 100; fold 1 at C 1: x1 * 100
+    np.testing.assert_allclose(logits[:, 0], 0.0)
+    np.testing.assert_allclose(logits[:, 1], [0.0, 200.0, 500.0, 700.0])
