@@ -718,6 +718,14 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         mistakes, hence off by default (the user guide's "Evaluation" page
         gives the judge's numbers). ``label_spreading_weight_`` says how much
         it counted. The other heads ignore it.
+    max_time : float or None, default=None
+        Seconds the whole fit may take, as in AutoML tools (AutoGluon's
+        ``time_limit``): the training stage running when they run out
+        (pretraining, or an AdamW head) stops after its current epoch, its
+        best weights so far kept, and a closed-form head started after that
+        skips its optional parts (the classifier's self-trained twins and
+        boosted member); ``max_time_reached_`` and a warning say so. None
+        sets no limit, so that results do not depend on the machine's speed.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -799,6 +807,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     boosting_temperature_ : float
         The temperature fitted on the member's out-of-fold log-odds (1.0
         without a member).
+    max_time_reached_ : {"pretraining", "head"} or None
+        The stage of the fit during which ``max_time`` ran out; None when the
+        fit took less (or ``max_time`` is None).
     device_ : str
         Device the network lives on.
     precision_ : str
@@ -853,6 +864,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         class_weight=None,
         self_training=True,
         label_spreading=False,
+        max_time=None,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -870,6 +882,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         self.class_weight = class_weight
         self.self_training = self_training
         self.label_spreading = label_spreading
+        self.max_time = max_time
         self.device = device
         self.precision = precision
         self.random_state = random_state

@@ -44,6 +44,7 @@ from ._distributed import (
 )
 from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
+from ._time_limit import deadline
 from ._warnings import warn
 
 #: Most rows per forward pass in ``transform``/``predict``: 1,024 rows keep the
@@ -510,7 +511,9 @@ class KeepBestEpoch(Callback):
     Otherwise the epoch becomes the best one when ``monitor`` improves on the
     best so far (without validation, ``monitor=None``: every epoch) and the
     weights of ``net.kept_network()`` (what the estimator keeps) are copied;
-    ``patience`` epochs in a row without improvement stop training. At the end
+    ``patience`` epochs in a row without improvement stop training, and so does
+    an epoch that ends past ``deadline`` (``time.monotonic()``; None: no limit;
+    ``out_of_time_``), its weights kept as the last epoch's are. At the end
     the best epoch's weights are loaded back, so a fitted network always comes
     from an epoch whose losses and weights were finite. ``best_epoch_`` stays 0
     when no epoch was (the caller raises). The run's last epoch is never copied:
@@ -518,10 +521,11 @@ class KeepBestEpoch(Callback):
     one epoch each, a copy of the network).
     """
 
-    def __init__(self, monitor, lower_is_better, patience):
+    def __init__(self, monitor, lower_is_better, patience, deadline=None):
         self.monitor = monitor
         self.lower_is_better = lower_is_better
         self.patience = patience
+        self.deadline = deadline
 
     def on_train_begin(self, net, **kwargs):
         self.best_epoch_ = 0
@@ -530,6 +534,7 @@ class KeepBestEpoch(Callback):
         self.diverged_epoch_ = None
         self.weights_ = None
         self.epochs_run_ = 0
+        self.out_of_time_ = False
 
     def _improves(self, score):
         if self.best_score_ is None:
@@ -552,6 +557,9 @@ class KeepBestEpoch(Callback):
             self.misses_ += 1
             if self.misses_ >= self.patience:
                 raise StopTraining
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.out_of_time_ = True
+            raise StopTraining
 
     def _copy_weights(self, state):
         """Copy the epoch's weights into the buffers of the run's first copy: no new
@@ -581,12 +589,13 @@ class TrainingResult:
     best_score: float | None
 
 
-def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc):
-    """Early stopping and the divergence guard; with ``verbose=1`` a progress
-    bar (``verbose=2`` prints skorch's table of every epoch instead)."""
+def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc, deadline):
+    """Early stopping, the time limit and the divergence guard; with ``verbose=1`` a
+    progress bar (``verbose=2`` prints skorch's table of every epoch instead)."""
     # The bar comes first so that it counts the epoch on which training stops.
     callbacks = [("progress", EpochProgressBar(desc))] if verbose == 1 else []
-    return [*callbacks, ("keep_best", KeepBestEpoch(monitor, lower_is_better, patience))]
+    guard = KeepBestEpoch(monitor, lower_is_better, patience, deadline)
+    return [*callbacks, ("keep_best", guard)]
 
 
 #: A kept epoch this early while training went on, or a validation split
@@ -598,8 +607,8 @@ EARLY_EPOCH = 2
 def _warn_if_suspect(name, guard, n_epochs, n_valid):
     """Warn when early stopping likely followed noise: a tiny validation
     split, or an epoch kept near the start although training went on."""
-    if guard.monitor is None or guard.diverged_epoch_ is not None:
-        return
+    if guard.monitor is None or guard.diverged_epoch_ is not None or guard.out_of_time_:
+        return  # no early stopping chose the epoch
     best = guard.best_epoch_
     if n_valid < AUTO_MIN_VALIDATION_ROWS:
         why = f"chose epoch {best} of {n_epochs} on a validation split of only {n_valid} rows"
@@ -633,6 +642,8 @@ def _outcome(name, guard, history, max_epochs, lr):
             ConvergenceWarning,
         )
         how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
+    elif guard.out_of_time_:
+        how = f"stopped at epoch {n_epochs} of {max_epochs}: max_time reached"
     elif guard.monitor is None:
         how = f"trained {n_epochs} epochs (no validation)"
     elif n_epochs < max_epochs:
@@ -670,7 +681,8 @@ def batched_forward(module, X, device, out_dim):
 @dataclass(frozen=True)
 class TrainingSettings:
     """The training parameters an estimator hands to :func:`train_net`
-    (``name`` labels progress output, warnings and errors)."""
+    (``name`` labels progress output, warnings and errors; ``deadline``: the
+    ``max_time`` of the fit in progress, :func:`~._time_limit.deadline`)."""
 
     name: str
     lr: float
@@ -680,6 +692,7 @@ class TrainingSettings:
     patience: int
     verbose: int
     precision: str
+    deadline: float | None = None
 
     @classmethod
     def of(cls, estimator):
@@ -691,7 +704,7 @@ class TrainingSettings:
         return cls(
             type(estimator).__name__, estimator.lr, estimator.weight_decay,
             estimator.batch_size, estimator.max_epochs, estimator.patience, verbose,
-            estimator.precision_,
+            estimator.precision_, deadline(),
         )
 
 
@@ -719,6 +732,7 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
             patience=settings.patience,
             verbose=settings.verbose,
             desc=settings.name,
+            deadline=settings.deadline,
         ),
         device=device,
         verbose=int(settings.verbose >= 2),

@@ -198,6 +198,10 @@ def _check_head(state, field):
     for name in ("embedding_weight_", "self_training_weight_", "label_spreading_weight_"):
         if name in state:
             _number(state, name, field(name), 0.0, 1.0)
+    if "max_time_reached_" in state:
+        _require(state["max_time_reached_"] in (None, *TIME_LIMITED_STAGES),
+                 field("max_time_reached_"),
+                 f"max_time_reached_ must be None or one of {TIME_LIMITED_STAGES}.")
     if "encoder_" in state:
         encoder = state["encoder_"]
         inner = encoder.estimator if isinstance(encoder, FrozenEstimator) else encoder
@@ -271,13 +275,16 @@ def allowed_attributes(cls):
         return _ENCODER
     names = set(_HEAD)
     takes_encoder = "encoder" in inspect.signature(cls.__init__).parameters
-    names |= {"encoder_"} if takes_encoder else _MISSING
+    names |= {"encoder_", "max_time_reached_"} if takes_encoder else _MISSING
     return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR | _TARGET_RANGE)
 
 
 #: Parameters added since format 2, with the value that gives the models saved
 #: before they existed: a file (or pickle) without one loads with that value.
-ADDED_PARAMS = {"self_training": False, "clip_predictions": False, "label_spreading": False}
+ADDED_PARAMS = {"self_training": False, "clip_predictions": False, "label_spreading": False,
+                "max_time": None}
+#: The stages of a fit during which ``max_time`` can run out (``max_time_reached_``).
+TIME_LIMITED_STAGES = ("pretraining", "head")
 
 
 def with_added_params(cls, params):

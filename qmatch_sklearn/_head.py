@@ -17,12 +17,13 @@ builds the same network from random weights (the supervised baselines).
 import copy
 import inspect
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._base import BasePretextEncoder, _same
@@ -45,6 +46,7 @@ from ._precision import resolve_precision
 from ._scaling import start_input_statistics
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
+from ._time_limit import expired, note_if_expired, time_limit
 from ._validation import check_features, check_two_samples, check_validation_features
 from ._warnings import warn
 from .methods import QMatchEncoder
@@ -340,10 +342,12 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             network.requires_grad_(True)
             module = torch.nn.Sequential(network, head)
         if kind == self._closed_form_head:
+            # past max_time the regressions alone: no twins, no boosted member
+            short = expired()
             result, attributes = self._fit_closed_form_head(
-                head, features(data.X), data.X, data.targets, data.split_seed, data.weights,
-                self._embedding_block(),
-                None if data.unlabeled is None else features(data.unlabeled),
+                head, features(data.X), None if short else data.X, data.targets,
+                data.split_seed, data.weights, self._embedding_block(),
+                None if short or data.unlabeled is None else features(data.unlabeled),
             )
             return result, frozen, torch.nn.Sequential(network, head), attributes
         train_rows, valid_rows = split_datasets(
@@ -460,13 +464,29 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
 PRETRAINED_ENCODER_CONSTRAINTS = {
     "encoder": [None, LIBRARY_ENCODER],
     "freeze_encoder": ["boolean", StrOptions({"auto"})],
+    "max_time": [None, Interval(Real, 0, None, closed="neither")],
 }
 
 
 class PretrainedEncoderMixin:
     """The encoder network comes from ``encoder``, one of the library's encoders,
     pretrained in ``fit`` on every row of ``X`` (or reused from a
-    FrozenEstimator); ``freeze_encoder`` chooses the heads."""
+    FrozenEstimator); ``freeze_encoder`` chooses the heads; ``max_time`` bounds
+    the whole fit."""
+
+    def _fit(self, X, y, X_val, y_val, sample_weight=None):
+        self._validate_params()  # max_time is read before the fit validates the rest
+        with time_limit(self.max_time) as limit:
+            super()._fit(X, y, X_val, y_val, sample_weight)
+            note_if_expired("head")
+        self.max_time_reached_ = None if limit is None else limit.reached
+        if self.max_time_reached_ is not None:
+            stage = (f"pretraining, which stopped at epoch {_unfrozen(self.encoder_).n_epochs_}"
+                     "; the head was fitted in its cheapest form"
+                     if self.max_time_reached_ == "pretraining" else "the head's fit")
+            warn(f"{type(self).__name__}: max_time={self.max_time:g} s ran out during "
+                 f"{stage}. The result depends on this machine's speed.", UserWarning)
+        return self
 
     def _encoder_network(self, X, encoder_rows, seed, device):
         if self.encoder is None:
@@ -483,6 +503,8 @@ class PretrainedEncoderMixin:
                 # refits to the same result with an encoder passed unseeded too
                 encoder.set_params(random_state=seed)
         encoder.fit(encoder_rows, None)
+        if not isinstance(encoder, FrozenEstimator):  # a frozen one does not train here
+            note_if_expired("pretraining")
         fitted = _unfrozen(encoder)
         check_is_fitted(fitted)
         if fitted._n_inputs() != X.shape[1]:

@@ -337,6 +337,14 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         -1.2, and clipping raised its mean over 20 draws from 0.140 to 0.219
         (``benchmarks/results/fewlabel_regression.md``). False returns the
         head's output as it is (targets that trend beyond the labeled rows).
+    max_time : float or None, default=None
+        Seconds the whole fit may take, as in AutoML tools (AutoGluon's
+        ``time_limit``): the training stage running when they run out
+        (pretraining, or an AdamW head) stops after its current epoch, its
+        best weights so far kept, and a closed-form head started after that
+        skips its optional parts (the classifier's self-trained twins and
+        boosted member); ``max_time_reached_`` and a warning say so. None
+        sets no limit, so that results do not depend on the machine's speed.
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -409,6 +417,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         averaging). Near 0 the head reads the input features alone (the
         embedding did not help on the labeled rows), near 1 the whole
         embedding. 1.0 otherwise.
+    max_time_reached_ : {"pretraining", "head"} or None
+        The stage of the fit during which ``max_time`` ran out; None when the
+        fit took less (or ``max_time`` is None).
     device_ : str
         Device the network lives on.
     precision_ : str
@@ -466,6 +477,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         validation_fraction="auto",
         scoring="loss",
         clip_predictions=True,
+        max_time=None,
         device="auto",
         precision="32-true",
         random_state=None,
@@ -481,6 +493,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.clip_predictions = clip_predictions
+        self.max_time = max_time
         self.device = device
         self.precision = precision
         self.random_state = random_state

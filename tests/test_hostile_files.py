@@ -143,6 +143,11 @@ EDITS = {
     "a mapping of pairs that are not pairs": (
         "classifier", lambda e: e["params"].update(class_weight={
             "__type__": "mapping", "items": [[0]]}), None, "class_weight"),
+    "a time-limited stage that does not exist": (
+        "classifier", lambda e: e["attributes"].update(max_time_reached_="os.system"), None,
+        "max_time_reached_"),
+    "a max_time of 0": (
+        "regressor", lambda e: e["params"].update(max_time=0), None, "max_time"),
     "a device that does not exist": (
         "encoder", lambda e: e["attributes"].update(device_="os.system"), None, "device_"),
 }
