@@ -41,6 +41,19 @@ def _blocks(n_in, widths):
     return layers, n_in
 
 
+class _Scale(nn.Module):
+    """A learnable scale per input column, from 1, after a fixed centring
+    (``mean``, set by the caller)."""
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n_features))
+        self.register_buffer("mean", torch.zeros(n_features))
+
+    def forward(self, x):
+        return (x - self.mean) * self.weight
+
+
 class _Maxout(nn.Module):
     def forward(self, x):
         return x.unflatten(-1, (-1, MAXOUT)).amax(-1)
@@ -63,14 +76,14 @@ def _lecun_init(network, generator):
 
 
 def bare_encoder(n_features, params):
-    """f: input batch norm (no affine), hidden blocks, then a linear layer to z."""
+    """f: a per-column scale of the centred input, hidden blocks, then a linear layer to z."""
     sizes = tuple(params["hidden_sizes"] or DEFAULT_HIDDEN_SIZES[params["architecture"]])
     imix = params["architecture"] == "imix"
     layers, width = _blocks(n_features, sizes[:-1] if imix else sizes)
     if imix:
         layers += [nn.Linear(width, sizes[-1]), _Maxout()]
         width = sizes[-1] // MAXOUT
-    return nn.Sequential(nn.BatchNorm1d(n_features, affine=False), *layers,
+    return nn.Sequential(_Scale(n_features), *layers,
                          nn.Linear(width, params["embedding_dim"]))
 
 

@@ -27,7 +27,7 @@ from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
 from ._precision import resolve_precision
-from ._scaling import start_input_statistics
+from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._validation import (
@@ -222,7 +222,7 @@ class BasePretextEncoder(
             module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
         if groups is not None:
             module.corruption_groups = torch.from_numpy(groups)
-        start_input_statistics(module, X, missing)
+        center_input(module, X, missing)
         return X, missing, module, criterion, device, seeds
 
     def _keep(self, module, result, device, X, missing):

@@ -764,8 +764,12 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation, or the gap
-        between its two values (1 for a categorical or constant column).
+        Each numeric column's scale at fit: its standard deviation but at
+        least a tenth of its range, or the gap between its two values (1 for
+        a categorical column, float64's largest for a constant one, which
+        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
+        +-10, so that no value, a rare one or one beyond the fit rows', becomes
+        an outlier.
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)
@@ -1017,8 +1021,12 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation, or the gap
-        between its two values (1 for a categorical or constant column).
+        Each numeric column's scale at fit: its standard deviation but at
+        least a tenth of its range, or the gap between its two values (1 for
+        a categorical column, float64's largest for a constant one, which
+        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
+        +-10, so that no value, a rare one or one beyond the fit rows', becomes
+        an outlier.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

@@ -4,9 +4,8 @@ A file is input from outside, so its header is never trusted. For each
 estimator in it, before its network is built:
 
 - the parameters are exactly the class's (none unknown, none missing: a
-  default may be another model; a parameter added since format 2 takes the
-  value of the models saved before it, :data:`ADDED_PARAMS`) and satisfy its
-  ``_parameter_constraints``, as ``fit`` would check them;
+  default may be another model) and satisfy its ``_parameter_constraints``, as
+  ``fit`` would check them;
 - the fitted attributes are known by name, so none can shadow a method, and
   each has its type and its shape relation to the parameters and to the other
   attributes (``center_`` has ``n_features_in_`` entries, ``target_mean_``
@@ -227,15 +226,13 @@ def _check_head(state, field):
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
         for name in ("target_mean_", "target_scale_"):
             _array(state, name, field(name), np.float64, (n_outputs,), finite=True)
-        # a file from before clip_predictions has no target range (and does not clip)
         target_range = ("target_min_", "target_max_")
-        if state.get("clip_predictions") or any(name in state for name in target_range):
-            _refuse_first({name for name in target_range if name not in state}, field,
-                          lambda name: "clip_predictions needs target_min_ and target_max_.")
-            low, high = (_array(state, name, field(name), np.float64, (n_outputs,), finite=True)
-                         for name in target_range)
-            _require(np.all(low <= high), field("target_max_"),
-                     "target_max_ must be at least target_min_.")
+        _refuse_first({name for name in target_range if name not in state}, field,
+                      lambda name: "a fitted regressor holds target_min_ and target_max_.")
+        low, high = (_array(state, name, field(name), np.float64, (n_outputs,), finite=True)
+                     for name in target_range)
+        _require(np.all(low <= high), field("target_max_"),
+                 "target_max_ must be at least target_min_.")
         _flag(state, "_one_dimensional_y", field("_one_dimensional_y"))
         _require(not state["_one_dimensional_y"] or n_outputs == 1, field("_one_dimensional_y"),
                  "a one-dimensional target has one output.")
@@ -262,9 +259,8 @@ _ENCODER = _COMMON | _MISSING | {"embedding_mean_", "embedding_scale_", "_n_feat
 _HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_"}
 _CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_",
                "self_training_weight_", "label_spreading_weight_"}
-_REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "_one_dimensional_y"}
-#: A regressor's target range (``clip_predictions``), absent from files before it.
-_TARGET_RANGE = {"target_min_", "target_max_"}
+_REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "target_min_", "target_max_",
+              "_one_dimensional_y"}
 
 
 def allowed_attributes(cls):
@@ -276,30 +272,18 @@ def allowed_attributes(cls):
     names = set(_HEAD)
     takes_encoder = "encoder" in inspect.signature(cls.__init__).parameters
     names |= {"encoder_", "max_time_reached_"} if takes_encoder else _MISSING
-    return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR | _TARGET_RANGE)
+    return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR)
 
 
-#: Parameters added since format 2, with the value that gives the models saved
-#: before they existed: a file (or pickle) without one loads with that value.
-ADDED_PARAMS = {"self_training": False, "clip_predictions": False, "label_spreading": False,
-                "max_time": None}
 #: The stages of a fit during which ``max_time`` can run out (``max_time_reached_``).
 TIME_LIMITED_STAGES = ("pretraining", "head")
 
 
-def with_added_params(cls, params):
-    """``params`` with the :data:`ADDED_PARAMS` of ``cls`` they lack."""
-    names = inspect.signature(cls.__init__).parameters
-    return {**{k: v for k, v in ADDED_PARAMS.items() if k in names}, **params}
-
-
 def checked_params(cls, params, field):
     """``params``, refused unless exactly the class's parameters (a missing one
-    is refused too, as its default may be another model, e.g. ``passthrough``,
-    unless it is one of :data:`ADDED_PARAMS`), satisfying its constraints."""
+    is refused too, as its default may be another model, e.g. ``passthrough``),
+    satisfying its constraints."""
     names = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    if isinstance(params, dict) and cls is not FrozenEstimator:
-        params = with_added_params(cls, params)
     _refuse_first(set(params) - names, field,
                   lambda name: f"{cls.__name__} has no parameter {name!r}.")
     _refuse_first(names - set(params), field,

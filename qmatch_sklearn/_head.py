@@ -43,7 +43,7 @@ from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
 from ._precision import resolve_precision
-from ._scaling import start_input_statistics
+from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
 from ._time_limit import expired, note_if_expired, time_limit
@@ -589,7 +589,7 @@ class RandomInitMixin(EncoderNetworkMixin):
         missing = missing_values_layer(X, self._describe_inputs)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
-        start_input_statistics(network, X, missing)
+        center_input(network, X, missing)
         self._keep_missing_values(missing)
         return network.to(device), self.embedding_dim
 

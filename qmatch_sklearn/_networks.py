@@ -36,6 +36,32 @@ class Maxout(nn.Module):
         return x.unflatten(-1, (-1, self.pieces)).amax(-1)
 
 
+class InputScale(nn.Module):
+    """``x -> weight * (x - mean)`` per column: the encoder's first layer.
+
+    ``weight`` is learned, from 1; ``mean`` is fixed, the mean of the
+    encoder's input over the fit rows (:func:`~._scaling.center_input`), so
+    that sparse rows, which the numeric map does not centre, and dense ones
+    train the same network. The authors' code puts a batch norm there whose
+    statistics stay at 0/1: a learnable scale and shift that never normalises
+    (Flax's ``use_running_average``). The shift is left out: the next layer
+    is a linear one with a bias or followed by a batch norm, so a shift changes
+    nothing but adds a parameter whose gradient is rounding noise, which AdamW
+    scales up to full steps. A normalising layer would undo the bound of the
+    numeric map (:mod:`._scaling`): a column whose value is 1 in one row of a
+    batch of 512 and 0 elsewhere would enter at 22 standard deviations, and at
+    thousands in eval mode where its running variance is near 0.
+    """
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n_features))
+        self.register_buffer("mean", torch.zeros(n_features))
+
+    def forward(self, x):
+        return (x - self.mean) * self.weight
+
+
 def hidden_block(n_in, n_out):
     # No bias before batch norm: the norm's shift makes it redundant.
     return [nn.Linear(n_in, n_out, bias=False), nn.BatchNorm1d(n_out), nn.ReLU()]
@@ -74,16 +100,15 @@ class Encoder(nn.Sequential):
 
     Notes
     -----
-    The first layer is a batch normalisation without learnable scale and
-    shift, as the paper's "Data Preprocessing" paragraph describes: training
-    normalises with batch statistics and inference with their running
-    averages. (The authors' JAX code freezes this layer's statistics at 0/1 so
-    it never normalises; we follow the paper. Preprocess in a Pipeline all the
-    same.)
+    The first layer is a learnable per-column scale of the centred input
+    (:class:`InputScale`), as in the authors' code, whose input batch norm
+    keeps its statistics at 0/1; the paper's "Data Preprocessing" paragraph
+    describes a normalising one. The rows arrive bounded by the numeric map
+    (:mod:`._scaling`), which a normalisation would undo for rare values.
     """
 
     def __init__(self, n_features, hidden_sizes, embedding_dim, architecture="mlp"):
-        layers = [nn.BatchNorm1d(n_features, affine=False)]
+        layers = [InputScale(n_features)]
         n_in = n_features
         blocks = hidden_sizes[:-1] if architecture == "imix" else hidden_sizes
         for width in blocks:

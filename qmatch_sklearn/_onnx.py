@@ -28,6 +28,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
+from ._scaling import MAX_DEVIATION
 
 #: The first ONNX opset of torch's exporter.
 MIN_OPSET = 18
@@ -54,7 +55,8 @@ def serving_module(estimator):
     n_features = estimator.n_features_in_
     scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
                              np.ones(n_features) if center is None else estimator.scale_,
-                             fills_missing=not estimator._fitted_with_missing())
+                             fills_missing=not estimator._fitted_with_missing(),
+                             bound=None if center is None else MAX_DEVIATION)
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":
@@ -67,7 +69,8 @@ def serving_module(estimator):
             None if trees is None else _serving.Trees(trees, estimator.boosting_temperature_),
             estimator.boosting_weight_,
         ).eval()
-    low, high = estimator._target_range() if estimator.clip_predictions else (None, None)
+    low, high = ((estimator.target_min_, estimator.target_max_) if estimator.clip_predictions
+                 else (None, None))
     return _serving.Regressor(scaled, network, estimator.target_mean_, estimator.target_scale_,
                               low, high).eval()
 

@@ -27,7 +27,6 @@ from ._file_schema import (
     check_attributes,
     check_weights,
     checked_params,
-    with_added_params,
 )
 from ._networks import isolated_global_rng
 from ._precision import check_float32_default
@@ -101,7 +100,6 @@ class PersistenceMixin:
                 f"is loaded with {__version__}; results may differ.",
                 InconsistentVersionWarning,
             )
-        state = with_added_params(type(self), state)  # pickled before they existed
         weights = state.pop("network_", None)
         # checked before anything is restored: a refused state leaves no half-built estimator
         tensors = None if weights is None else _tensors_from_arrays(weights, type(self).__name__)

@@ -229,17 +229,6 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         self.target_max_ = counted.max(axis=0)
         self._one_dimensional_y = scaling.one_dimensional
 
-    def _target_range(self):
-        """(``target_min_``, ``target_max_``) for ``clip_predictions``; a clear error
-        for a model fitted before they existed."""
-        if not hasattr(self, "target_min_"):
-            raise ValueError(
-                f"This {type(self).__name__} was fitted before clip_predictions existed and "
-                "holds no range of its targets: refit it to clip its predictions, or set "
-                "clip_predictions=False."
-            )
-        return self.target_min_, self.target_max_
-
     def predict(self, X):
         """Predict the targets of each row.
 
@@ -258,7 +247,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         outputs = self._network_outputs(X).astype(np.float64)
         y = outputs * self.target_scale_ + self.target_mean_
         if self.clip_predictions:
-            y = np.clip(y, *self._target_range())
+            y = np.clip(y, self.target_min_, self.target_max_)
         return y[:, 0] if self._one_dimensional_y else y
 
 
@@ -383,8 +372,12 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation, or the gap
-        between its two values (1 for a categorical or constant column).
+        Each numeric column's scale at fit: its standard deviation but at
+        least a tenth of its range, or the gap between its two values (1 for
+        a categorical column, float64's largest for a constant one, which
+        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
+        +-10, so that no value, a rare one or one beyond the fit rows', becomes
+        an outlier.
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head, which
         outputs standardised targets.
@@ -630,8 +623,12 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation, or the gap
-        between its two values (1 for a categorical or constant column).
+        Each numeric column's scale at fit: its standard deviation but at
+        least a tenth of its range, or the gap between its two values (1 for
+        a categorical column, float64's largest for a constant one, which
+        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
+        +-10, so that no value, a rare one or one beyond the fit rows', becomes
+        an outlier.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

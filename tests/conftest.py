@@ -1,13 +1,10 @@
 import importlib.util
-import json
 import os
 import warnings
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors import safe_open
-from safetensors.numpy import save_file
 from threadpoolctl import threadpool_limits
 
 # The suite runs two pytest-xdist workers on two cores and fits tiny networks:
@@ -49,19 +46,6 @@ def record_training_rows(monkeypatch, module, name):
 
     monkeypatch.setattr(module, name, spy)
     return seen
-
-
-def forget_in_saved_file(path, params=(), attributes=()):
-    """Delete ``params`` and fitted ``attributes`` from the estimator a
-    ``qmatch_sklearn.save`` file at ``path`` holds: a file written before they existed."""
-    with safe_open(path, framework="numpy") as file:
-        metadata = file.metadata()
-        tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
-    document = json.loads(metadata["document"])
-    for part, names in (("params", params), ("attributes", attributes)):
-        for name in names:
-            del document["estimator"][part][name]
-    save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
 
 
 def tiny_encoder_params(**overrides):

@@ -88,8 +88,13 @@ def test_a_fit_with_no_finite_epoch_raises_and_names_lr(X):
 
 def test_a_fitted_estimator_raises_rather_than_return_non_finite_values(X):
     encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    # values far beyond the fit rows are clipped by the numeric map: finite outputs
+    assert np.isfinite(encoder.transform(np.full((2, 10), 3e38))).all()
+    with torch.no_grad():  # a network that overflows all the same
+        encoder.network_[-1].bias.fill_(3e38)
+        encoder.network_[-1].weight.fill_(3e38)
     with pytest.raises(FloatingPointError, match="non-finite outputs"):
-        encoder.transform(np.full((2, 10), 3e38))
+        encoder.transform(X[:2])
 
 
 def interrupt_on_step(monkeypatch, net_class, step):

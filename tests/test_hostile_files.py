@@ -111,6 +111,10 @@ EDITS = {
         None, "target_max_"),
     "a parameter deleted (its default is another model)": (
         "encoder", lambda e: e["params"].pop("passthrough"), None, "passthrough"),
+    "a parameter added before the release deleted": (
+        "regressor", lambda e: e["params"].pop("clip_predictions"), None, "clip_predictions"),
+    "a regressor without its target range": (
+        "regressor", lambda e: e["attributes"].pop("target_min_"), None, "target_min_"),
     "a parameter out of its range": (
         "encoder", lambda e: e["params"].update(embedding_dim=-4), None, "embedding_dim"),
     "a network larger than its tensors": (

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import _label_spreading, _self_training, load, save
+from qmatch_sklearn import _label_spreading, _self_training
 from qmatch_sklearn._label_spreading import spread_and_fit, spread_labels, spread_logistic
 
-from .conftest import fit_tiny_classifier, forget_in_saved_file, record_training_rows
+from .conftest import fit_tiny_classifier, record_training_rows
 
 
 def _blobs(seed=0, n=400):
@@ -109,16 +109,3 @@ def test_on_clustered_classes_the_spread_twin_takes_the_weight_and_helps(digits)
     # the same encoder: only the twins differ
     np.testing.assert_array_equal(spread.encoder_.transform(X), plain.encoder_.transform(X))
     assert spread.score(X[unlabeled], y[unlabeled]) > plain.score(X[unlabeled], y[unlabeled])
-
-
-def test_models_saved_before_the_parameter_existed_load_without_it(digits, tmp_path):
-    X, y_semi, _ = digits
-    model = fit_tiny_classifier(X[:400], y_semi[:400], label_spreading=True,
-                                self_training=False)
-    path = tmp_path / "model.qmatch"
-    save(model, path)
-    np.testing.assert_array_equal(load(path).predict_proba(X), model.predict_proba(X))
-    forget_in_saved_file(path, ["label_spreading"], ["label_spreading_weight_"])
-    restored = load(path)
-    assert restored.label_spreading is False and restored.label_spreading_weight_ == 0.0
-    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))

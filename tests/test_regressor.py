@@ -22,7 +22,7 @@ from qmatch_sklearn import (
 )
 from qmatch_sklearn._regressor import RIDGE_ALPHAS
 
-from .conftest import forget_in_saved_file, tiny_encoder_params
+from .conftest import tiny_encoder_params
 
 TRAIN, TEST = slice(0, 300), slice(300, None)
 
@@ -158,32 +158,6 @@ def test_predictions_are_clipped_to_the_labeled_range_unless_told_not_to(data):
     assert outside.any(axis=0).all()  # the test means something for both outputs
     np.testing.assert_array_equal(
         clipped.predict(X), np.clip(unclipped, labeled.min(axis=0), labeled.max(axis=0)))
-
-
-def test_models_saved_before_clipping_existed_load_and_predict_unclipped(data, tmp_path):
-    X, y = data
-    y_semi = np.where(np.arange(len(y)) % 10 == 0, y, np.nan)
-    model = _regressor(freeze_encoder="auto").fit(X, y_semi)
-    clipped = model.predict(X)
-    unclipped = model.set_params(clip_predictions=False).predict(X)
-    model.set_params(clip_predictions=True)
-    assert (clipped != unclipped).any()  # the clip binds: the old model must not clip
-    path = tmp_path / "model.qmatch"
-    save(model, path)
-    forget_in_saved_file(path, ["clip_predictions"], ["target_min_", "target_max_"])
-    restored = load(path)
-    assert restored.clip_predictions is False
-    np.testing.assert_array_equal(restored.predict(X), unclipped)
-    with pytest.raises(ValueError, match="fitted before clip_predictions existed"):
-        restored.set_params(clip_predictions=True).predict(X)
-    state = model.__getstate__()
-    for name in ("clip_predictions", "target_min_", "target_max_"):
-        del state[name]
-    unpickled = QMatchRegressor.__new__(QMatchRegressor)  # as pickle builds an old model
-    unpickled.__setstate__(state)
-    assert unpickled.get_params()["clip_predictions"] is False
-    assert not hasattr(unpickled, "target_min_")
-    np.testing.assert_array_equal(unpickled.predict(X), unclipped)
 
 
 def test_a_labeled_row_of_weight_zero_does_not_widen_the_range(data):

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine, make_classification
@@ -15,7 +16,8 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
-from qmatch_sklearn._scaling import apply_scaling, fit_scaling, input_moments, mean_and_std
+from qmatch_sklearn._networks import InputScale
+from qmatch_sklearn._scaling import MAX_DEVIATION, apply_scaling, fit_scaling, mean_and_std
 
 from .conftest import tiny_encoder_params
 
@@ -117,23 +119,73 @@ def test_sparse_statistics_equal_the_dense_ones():
     np.testing.assert_allclose(scale, np.nanstd(np.where(dense == 0, 0, dense), axis=0))
 
 
-def test_input_moments_are_those_of_the_encoders_input():
-    X = apply_scaling(WINE, *fit_scaling(WINE))
-    mean, variance = input_moments(X)
-    np.testing.assert_allclose(mean, X.astype(np.float64).mean(axis=0), atol=1e-6)
-    np.testing.assert_allclose(variance, X.astype(np.float64).var(axis=0), atol=1e-5)
-    blocks = sp.vstack([sp.csr_matrix(X)] * 3)
-    np.testing.assert_allclose(input_moments(blocks)[1], variance, atol=1e-5)
+@settings(max_examples=30, deadline=None)
+@given(a=factors, b=offsets, n_rows=st.integers(20, 3000), bright=st.floats(1.0, 255.0),
+       seed=st.integers(0, 2**16))
+def test_no_mapped_value_exceeds_the_bound_at_fit_or_later(a, b, n_rows, bright, seed):
+    """A column 0 in every row but one (a pixel, a rare indicator with a third
+    value), a heavy-tailed one and a constant one: every fit row maps within
+    MAX_DEVIATION, and so does every row given later, the constant column's new
+    values included (0: nothing was learned about them)."""
+    rng = np.random.default_rng(seed)
+    rare = np.zeros(n_rows)
+    rare[0], rare[1] = bright, bright / 2
+    X = a * np.column_stack([rare, rng.standard_cauchy(n_rows), np.ones(n_rows)]) + b
+    center, scale = fit_scaling(X)
+    assert np.abs(apply_scaling(X, center, scale)).max() <= MAX_DEVIATION
+    later = a * np.array([[1e6, -1e9, 5.0], [-3e3, 1e12, -1.0]]) + b
+    mapped = apply_scaling(later, center, scale)
+    assert np.abs(mapped).max() <= MAX_DEVIATION
+    np.testing.assert_array_equal(mapped[:, 2], 0.0)
+    sparse = apply_scaling(sp.csr_matrix(later - b), *fit_scaling(sp.csr_matrix(X - b)))
+    assert np.abs(sparse.toarray()).max() <= MAX_DEVIATION
 
 
-def test_the_input_batch_norm_starts_from_the_datas_moments():
-    X = WINE * 100 + 1000
+def test_a_value_in_one_row_of_1000_stays_within_the_bound_in_the_network():
+    """The issue's column, 1 in one row of 1,000: it reaches the encoder's first
+    layer as the 0/1 column it is, at every pretraining step and at transform
+    (a normalising batch norm put it at 22 standard deviations in a batch of
+    512, and at thousands in eval mode), and a pixel-like column 0 in all rows
+    but three, within MAX_DEVIATION; the first layer is a per-column scale of
+    them, centred."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 4))
+    X[:, 0] = 0.0
+    X[7, 0] = 1.0
+    X[:, 1] = 0.0
+    X[[3, 50, 900], 1] = (255.0, 30.0, 3.0)
+    encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=2, batch_size=512,
+                                                  validation_fraction=None))
+    seen = []
+
+    def record(module, inputs, output):
+        if isinstance(module, InputScale):
+            x = inputs[0].detach()
+            seen.append((x.abs().amax(dim=0), x[:, 0]))
+            np.testing.assert_allclose(
+                output.detach(),
+                (x - module.mean) * module.weight.detach(), rtol=1e-6)
+
+    hook = torch.nn.modules.module.register_module_forward_hook(record)
+    try:
+        encoder.fit(X)
+        encoder.transform(np.r_[X, [[1.0, 1e9, 0.0, 0.0]]])
+    finally:
+        hook.remove()
+    assert len(seen) > 4  # student and teacher in every step, then transform
+    for largest, rare in seen:
+        assert largest.max() <= MAX_DEVIATION
+        assert set(np.unique(rare.numpy())) <= {0.0, 1.0}
+
+
+def test_the_input_layer_centres_on_the_fit_rows():
+    X = sp.csr_matrix(np.abs(WINE) * (np.arange(WINE.shape[0]) % 3 == 0)[:, None])
     encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=1))
     encoder._validate_params()
-    _, _, module, *_ = encoder._start(X)
-    for norm in (module.encoder[0], module.teacher[0][0]):
-        np.testing.assert_allclose(norm.running_mean.numpy(), 0.0, atol=1e-5)
-        np.testing.assert_allclose(norm.running_var.numpy(), 1.0, atol=1e-5)
+    rows, _, module, *_ = encoder._start(X)
+    expected = np.asarray(rows.mean(axis=0)).ravel()
+    for layer in (module.encoder[0], module.teacher[0][0]):
+        np.testing.assert_allclose(layer.mean.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_early_stopping_is_not_fooled_by_an_offset():

@@ -2,7 +2,6 @@
 the gap between clusters, held-out rows never label anything, and the classifier
 weighs the self-trained regressions by their held-out likelihood."""
 
-import pickle
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import _self_training, load, save
+from qmatch_sklearn import _self_training
 from qmatch_sklearn._self_training import (
     MAX_UNLABELED_ROWS,
     self_train,
@@ -20,7 +19,7 @@ from qmatch_sklearn._self_training import (
     unlabeled_sample,
 )
 
-from .conftest import fit_tiny_classifier, forget_in_saved_file, record_training_rows
+from .conftest import fit_tiny_classifier, record_training_rows
 
 
 def _clusters(seed=0, n=400):
@@ -121,19 +120,3 @@ def test_the_classifier_weighs_the_self_trained_regressions(wine):
     assert trained.score(X, y) >= plain.score(X, y) - 0.05
     # every row labeled: nothing to self-train on
     assert fit_tiny_classifier(X, y).self_training_weight_ == 0.0
-
-
-def test_models_saved_before_the_parameter_existed_load_without_self_training(wine, tmp_path):
-    X, y_semi, _ = wine
-    model = fit_tiny_classifier(X, y_semi)
-    path = tmp_path / "model.qmatch"
-    save(model, path)
-    forget_in_saved_file(path, ["self_training"], ["self_training_weight_"])
-    restored = load(path)
-    assert restored.self_training is False and restored.self_training_weight_ == 0.0
-    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
-    state = model.__getstate__()
-    del state["self_training"]
-    unpickled = pickle.loads(pickle.dumps(model))
-    unpickled.__setstate__(state)
-    assert unpickled.get_params()["self_training"] is False
