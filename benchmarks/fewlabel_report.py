@@ -318,6 +318,24 @@ PRETRAINING_BUDGET = (
     ("10 epochs (epochs10-v20)", "epochs10-v20", "qmatch_clf"),
 )
 
+#: The head's stacking read from its own folds (``_classifier.honest_out_of_fold``) against
+#: the head refitted whole in each fold, both on the 10-epoch encoder (issue #54).
+SHARED_FOLDS = (
+    ("head refitted in each fold (epochs10-v20)", "epochs10-v20", "qmatch_clf"),
+    ("the head's own folds (epochs10-shared)", "epochs10-shared", "qmatch_clf"),
+)
+
+#: The input path of issue #55 (a scale at least the range over K, values clipped to +-K,
+#: a non-normalising first layer) at K = 10 and 4, against the path before, all on the
+#: 10-epoch encoder with the shared-folds head: the base is ``epochs10-shared`` where it
+#: ran and ``epochs10-v20`` elsewhere, on the tables without a boosted member, where the
+#: two heads are the same code.
+INPUT_PATH = (
+    ("before (epochs10-shared / -v20)", ("epochs10-shared", "epochs10-v20"), "qmatch_clf"),
+    ("bounded at 10 (epochs10-input10)", "epochs10-input10", "qmatch_clf"),
+    ("bounded at 4 (epochs10-input4)", "epochs10-input4", "qmatch_clf"),
+)
+
 #: The head's later steps, each its own section: (heading, steps, paragraph). Columns
 #: as in the head-steps table.
 STEP_SECTIONS = (
@@ -344,6 +362,21 @@ STEP_SECTIONS = (
      "sample, Adult, diamonds, MNIST, Cover Type) can move; both configs ran on "
      "the same Intel Xeon, so the others are identical, seed for seed. Columns as "
      "above; a fit-seconds ratio only where both steps ran on one machine."),
+    ("The stacking read from the head's own folds (issue #54)", SHARED_FOLDS,
+     "The boosted member stacked against out-of-fold logits of the plain head's own "
+     "cross-validation regressions, each fold's C and weights chosen on the other folds' "
+     "scores (`_classifier.honest_out_of_fold`), instead of the whole head, "
+     "cross-validation inside, refitted in every fold; the same 10-epoch encoders (the "
+     "same seeds). Only tables with a boosted member (50 labeled rows and 10 a class) "
+     "can move. Gaps per seed, mean ± std, [in standard errors]; fit-seconds ratio of "
+     "whole fits."),
+    ("The input path (issue #55)", INPUT_PATH,
+     "Each numeric column's scale at least its range over K and every mapped value "
+     "clipped to +-K (a constant column reads 0), and a learnable per-column scale of "
+     "the centred input as the encoder's first layer instead of a normalising batch "
+     "norm; K = 10 (`4ac42ed`) and K = 4 (`36af42c`, branch `input-k4`), against the "
+     "path before, all with the 10-epoch encoder and the shared-folds head. Gaps per "
+     "seed, mean ± std, [in standard errors]."),
     ("A tenth of the pretraining (issue #54)", PRETRAINING_BUDGET,
      "`QMatchClassifier(QMatchEncoder(passthrough=True, max_epochs=10))`, the default "
      "encoder with a tenth of its epochs and the head unchanged, against the defaults "
@@ -360,13 +393,22 @@ def ratio_cell(ratio):
     return "-" if np.isnan(ratio) else f"{ratio:.2f}"
 
 
+def _step_rows(frame, configs, contender):
+    """The rows of ``contender`` under ``configs`` (one name, or several in order of
+    preference: each (table, seed) from the first that has it), indexed by (table, seed)."""
+    configs = (configs,) if isinstance(configs, str) else configs
+    rows = pd.concat([frame[(frame["config"] == config) & (frame["contender"] == contender)]
+                      for config in configs])
+    return rows.drop_duplicates(["table", "seed"]).set_index(["table", "seed"])
+
+
 def head_steps(frame, steps=HEAD_STEPS, in_standard_errors=False):
     """Rows of each step's accuracy and its per-seed gap to the first step, and its mean
     fit seconds over the first's (on the seeds both have ``timed_alone`` on one machine;
     "-" where there are none), per table and on the mean of the tables every step has;
-    empty until two steps have results."""
-    runs = {label: frame[(frame["config"] == config) & (frame["contender"] == contender)]
-            .set_index(["table", "seed"]) for label, config, contender in steps}
+    empty until two steps have results. A step's config may name several
+    (:func:`_step_rows`)."""
+    runs = {label: _step_rows(frame, config, contender) for label, config, contender in steps}
     runs = {label: run for label, run in runs.items() if len(run)}
     if len(runs) < 2 or steps[0][0] not in runs:
         return []
@@ -746,7 +788,8 @@ def write_report(csv_path, out_dir, data_home=None):
                   "\"Changed\"), each with its paired numbers.", "",
                   *steps, ""]
     for heading, steps, paragraph in STEP_SECTIONS:
-        table = head_steps(frame, steps, in_standard_errors=steps is PRETRAINING_BUDGET)
+        table = head_steps(frame, steps, in_standard_errors=steps in (
+            PRETRAINING_BUDGET, SHARED_FOLDS, INPUT_PATH))
         if table:
             lines += [f"### {heading}", "", paragraph, "", *table, ""]
     precision = precision_pairs(frame)

@@ -259,3 +259,13 @@ def test_the_pareto_figure_has_a_panel_a_table(tmp_path):
     path = tmp_path / "pareto.png"
     fewlabel_report.pareto_plot(path, frame, ["wine", "penguins"], "auto")
     assert path.stat().st_size > 0
+
+
+def test_a_steps_base_may_take_each_seed_from_the_first_config_that_has_it():
+    frame = pd.DataFrame(_rows("shared", "qmatch_clf", [60.0], fit_seconds=1.0)
+                         + _rows("v20", "qmatch_clf", [50.0, 52.0], fit_seconds=1.0)
+                         + _rows("input", "qmatch_clf", [61.0, 55.0], fit_seconds=1.0))
+    steps = (("before", ("shared", "v20"), "qmatch_clf"), ("after", "input", "qmatch_clf"))
+    _, _, wine, _ = fewlabel_report.head_steps(frame, steps, in_standard_errors=True)
+    # seed 0 from "shared" (60), seed 1 from "v20" (52): gaps +1 and +3
+    assert wine.startswith("| wine | 56.00 ± 5.66 (2) | 58.00 ± 4.24 (2) | +2.00 ± 1.41 (2) ")
