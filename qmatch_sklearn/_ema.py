@@ -18,7 +18,11 @@ def ema_update_(teacher_params, student_params, decay):
 
     Takes two iterables of matching parameters. The reference covers every
     parameter of the student but not the batch-norm running statistics; so do
-    we. ``decay=0`` makes the teacher a copy of the student.
+    we. ``decay=0`` makes the teacher a copy of the student. One foreach update
+    for all the parameters (as timm's ``ModelEmaV3``): a step launches one
+    kernel for the teacher, not one per tensor.
     """
-    for theta_teacher, theta_student in zip(teacher_params, student_params, strict=True):
-        theta_teacher.lerp_(theta_student, 1.0 - decay)
+    teacher, student = list(teacher_params), list(student_params)
+    if len(teacher) != len(student):
+        raise ValueError(f"{len(teacher)} teacher parameters for {len(student)} student ones.")
+    torch._foreach_lerp_(teacher, student, 1.0 - decay)

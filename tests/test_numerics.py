@@ -1,6 +1,7 @@
 """The numeric pieces against direct formulas: loss, queue, EMA, corruption."""
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,6 +98,20 @@ def test_ema_update_matches_formula(decay, seed):
     ema_update_(teacher.parameters(), student.parameters(), decay)
     for got, want in zip(teacher.parameters(), expected, strict=True):
         torch.testing.assert_close(got.detach(), want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(decay=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_the_foreach_ema_is_the_per_tensor_lerp_to_the_bit(decay, seed):
+    torch.manual_seed(seed)
+    student, teacher = nn.Linear(5, 3), nn.Linear(5, 3)
+    expected = [t.detach().clone().lerp_(s.detach(), 1.0 - decay)
+                for t, s in zip(teacher.parameters(), student.parameters(), strict=True)]
+    ema_update_(teacher.parameters(), student.parameters(), decay)
+    for got, want in zip(teacher.parameters(), expected, strict=True):
+        assert torch.equal(got.detach(), want)
+    with pytest.raises(ValueError, match="2 teacher parameters for 1 student"):
+        ema_update_(teacher.parameters(), [student.weight], decay)
 
 
 @settings(max_examples=25, deadline=None)
