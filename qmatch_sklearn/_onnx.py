@@ -16,7 +16,10 @@ pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` convert
 and sparse input. The graph does not check its input as ``predict`` does: where
 ``predict`` refuses a value (infinity), the graph computes with it. NaN is read as
 ``predict`` reads it, by an estimator fitted with missing values or without.
-Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript, skl2onnx.
+``to_onnx`` runs the graph on the sample rows and refuses an export that differs
+from the fitted model, naming the first step whose converter does not reproduce it
+(``parity_tolerance``). Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript,
+skl2onnx.
 """
 
 import copy
@@ -225,7 +228,17 @@ def register_onnx_converters():
                                     _converter, options=options)
 
 
-def to_onnx(model, X, **options):
+#: The largest difference allowed between the exported graph's outputs and the fitted
+#: model's on the sample rows (absolute, and relative to the output's size) by default.
+PARITY_TOLERANCE = 1e-4
+#: Perturbed copies of the sample rows the parity check also runs: numeric columns moved
+#: by these fractions of their spread in the sample.
+PERTURBATIONS = (0.01, 0.1)
+#: Sample rows the parity check runs at most.
+PARITY_ROWS = 256
+
+
+def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     """Convert a fitted estimator of the library, or a ``Pipeline`` holding some, to ONNX.
 
     Registers the library's converters (:func:`register_onnx_converters`), then
@@ -241,10 +254,20 @@ def to_onnx(model, X, **options):
     model : estimator or Pipeline
         Fitted; the library's estimators fitted without native categorical columns.
     X : ndarray or DataFrame of shape (n_samples, n_features)
-        Sample rows; only their type, width and column names are read. A
-        DataFrame with string column names gives the graph one input per
-        column (its columns must be those the model was fitted on, in their
-        order); any other sample, one input ``X``.
+        Sample rows: their type, width and column names give the graph's
+        inputs, and the graph is checked on them. A DataFrame with string
+        column names gives the graph one input per column (its columns must be
+        those the model was fitted on, in their order); any other sample, one
+        input ``X``.
+    parity_tolerance : float or None, default=1e-4
+        The exported graph is run in ONNX Runtime on the sample rows (at most
+        256) and on copies of them with their numeric columns moved a little,
+        and the export is refused, naming the first step of a ``Pipeline``
+        whose graph disagrees, where an output (probabilities, predictions,
+        embeddings) differs from the fitted model's by more than this
+        (absolute, or relative to its size): a converter that does not
+        reproduce its step exports no silently different model. None skips
+        the check.
     **options
         Passed to ``skl2onnx.to_onnx`` (``target_opset``, ``options``, ...).
 
@@ -285,7 +308,100 @@ def to_onnx(model, X, **options):
         given = options.get("options") or {}
         if id(steps[-1]) not in given and type(steps[-1]) not in given:
             options["options"] = {id(steps[-1]): {"zipmap": False}, **given}
-    sample = X.iloc[:1] if isinstance(X, pd.DataFrame) else np.asarray(X)[:1]
+    sample = X.iloc[:PARITY_ROWS] if isinstance(X, pd.DataFrame) else np.asarray(X)[:PARITY_ROWS]
     if isinstance(sample, pd.DataFrame) and not all(isinstance(c, str) for c in sample.columns):
         sample = sample.to_numpy()  # names that are not strings name no graph input: one X
-    return skl2onnx.to_onnx(model, sample, **options)
+    onnx_model = skl2onnx.to_onnx(model, sample[:1], **options)
+    if parity_tolerance is not None:
+        _check_parity(model, onnx_model, sample, parity_tolerance)
+    return onnx_model
+
+
+def _perturbed(sample):
+    """``sample`` and copies of it with each float column moved by a fraction
+    (:data:`PERTURBATIONS`) of its spread, seeded: rows the graph must also
+    reproduce, beyond the ties and round values of the sample itself."""
+    rng = np.random.default_rng(0)
+    copies = [sample]
+    for fraction in PERTURBATIONS:
+        if isinstance(sample, pd.DataFrame):
+            moved = sample.copy()
+            for column in moved.columns:
+                if pd.api.types.is_float_dtype(moved[column]):
+                    values = moved[column].to_numpy()
+                    spread = np.nanstd(values) if np.isfinite(values).any() else 0.0
+                    noise = rng.normal(size=len(values)) * fraction * spread
+                    moved[column] = (values + noise).astype(values.dtype)
+            copies.append(moved)
+        elif np.issubdtype(sample.dtype, np.floating):
+            spread = np.nanstd(sample, axis=0) if np.isfinite(sample).any() else 0.0
+            noise = rng.normal(size=sample.shape) * fraction * np.nan_to_num(spread)
+            copies.append((sample + noise).astype(sample.dtype))
+    return copies
+
+
+def _graph_outputs(onnx_model, rows):
+    """What ONNX Runtime computes for ``rows`` (fed as ``to_onnx``'s sample was)."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(onnx_model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()
+    if isinstance(rows, pd.DataFrame):
+        feeds = {i.name: rows[[i.name]].to_numpy() for i in inputs}
+    else:
+        feeds = {inputs[0].name: rows}
+    return session.run(None, feeds)
+
+
+def _fitted_outputs(model, rows):
+    """The fitted model's probabilities, predictions or transform of ``rows``, dense."""
+    for method in ("predict_proba", "predict", "transform"):
+        if hasattr(model, method):
+            out = getattr(model, method)(rows)
+            return np.asarray(out.toarray() if issparse(out) else out, dtype=np.float64)
+    raise TypeError(f"{type(model).__name__} has no predict_proba, predict or transform.")
+
+
+def _disagreement(model, onnx_model, rows):
+    """The largest difference, scaled by ``1 + |expected|``, between the graph's
+    last output and the fitted model's on ``rows``."""
+    expected = _fitted_outputs(model, rows)
+    outputs = _graph_outputs(onnx_model, rows)
+    if hasattr(model, "predict_proba") and len(outputs) > 2:  # zipmap="columns"
+        graph = np.column_stack(outputs[1:])
+    elif isinstance(outputs[-1], list):  # zipmap: a dict of probabilities a row
+        graph = pd.DataFrame(outputs[-1]).to_numpy()
+    else:
+        graph = outputs[-1]
+    graph = np.asarray(graph, dtype=np.float64).reshape(expected.shape)
+    return float(np.nanmax(np.abs(graph - expected) / (1.0 + np.abs(expected)), initial=0.0))
+
+
+def _check_parity(model, onnx_model, sample, tolerance):
+    """Refuse the export (ValueError naming the first step of ``model`` whose graph
+    disagrees) when the graph's outputs differ from the fitted model's by more than
+    ``tolerance`` on the sample rows or their perturbed copies."""
+    import skl2onnx
+    from sklearn.pipeline import Pipeline
+
+    rows = _perturbed(sample)
+    worst = max(_disagreement(model, onnx_model, r) for r in rows)
+    if worst <= tolerance:
+        return
+    steps = model.steps if isinstance(model, Pipeline) else [(type(model).__name__, model)]
+    culprit = steps[-1]
+    for end in range(1, len(steps)):  # the first prefix whose graph disagrees
+        prefix = Pipeline(steps[:end])
+        graph = skl2onnx.to_onnx(prefix, sample[:1])
+        if max(_disagreement(prefix, graph, r) for r in rows) > tolerance:
+            culprit = steps[end - 1]
+            break
+    name, step = culprit
+    raise ValueError(
+        f"to_onnx: the exported graph differs from the fitted model by up to {worst:.3g} "
+        f"(tolerance {tolerance:g}) on the sample rows, first at the step {name!r} "
+        f"({type(step).__name__}): its ONNX converter does not reproduce it on these rows. "
+        "Replace the step (or its converter), or, for a float32 graph whose trees split "
+        "near a threshold, pass a float64 sample; parity_tolerance=None exports anyway."
+    )

@@ -9,11 +9,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import load_digits, load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import OneHotEncoder, QuantileTransformer, StandardScaler
 
 from qmatch_sklearn import (
     METHODS,
@@ -284,3 +285,60 @@ def test_the_serving_benchmark_measures_all_three_loops(shared_data, tmp_path):
         assert f"| {loop}" in report
     difference = float(report.split("probability over the 500 rows: ")[1].split(".\n")[0])
     assert difference < ATOL
+
+
+class Doubler(TransformerMixin, BaseEstimator):
+    """Doubles its input: a step whose ONNX converter (registered below) triples it."""
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = np.shape(X)[1]
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) * 2.0
+
+
+def _wrong_shape(operator):
+    operator.outputs[0].type = operator.inputs[0].type.__class__(
+        [None, operator.inputs[0].type.shape[1]])
+
+
+def _wrong_converter(scope, operator, container):
+    from skl2onnx.algebra.onnx_ops import OnnxMul
+    from skl2onnx.common.data_types import guess_numpy_type
+
+    rows = operator.inputs[0]
+    tripled = OnnxMul(rows, np.array([3.0], dtype=guess_numpy_type(rows.type)),
+                      op_version=container.target_opset, output_names=operator.outputs[:1])
+    tripled.add_to(scope, container)
+
+
+def test_a_step_whose_converter_is_wrong_is_refused_by_name(digits):
+    from skl2onnx import update_registered_converter
+
+    update_registered_converter(Doubler, "TestDoubler", _wrong_shape, _wrong_converter)
+    X, y = digits
+    pipeline = _fit(make_pipeline(Doubler(), QMatchEncoder(**tiny_encoder_params()),
+                                  LogisticRegression(max_iter=1000)), X, y)
+    with pytest.raises(ValueError, match=r"first at the step 'doubler' \(Doubler\)"):
+        to_onnx(pipeline, X)
+    # without the check, the wrong graph is what the user gets
+    _, proba = _run(to_onnx(pipeline, X, parity_tolerance=None), X)
+    assert not np.allclose(proba, pipeline.predict_proba(X), atol=1e-3)
+
+
+def test_skl2onnx_s_quantile_transformer_is_refused_where_it_is_wrong(digits):
+    """skl2onnx's QuantileTransformer converter maps digits' constant pixels (0 at
+    every fit row) to 1 where scikit-learn gives 0: exported alone, it is refused by
+    name. The issue's pipeline behind it exports and matches all the same: the
+    encoder reads a column constant at fit as 0 whatever its value."""
+    X, y = digits
+    quantiles = _fit(QuantileTransformer(n_quantiles=100), X)
+    with pytest.raises(ValueError, match="first at the step 'QuantileTransformer'"):
+        to_onnx(quantiles, X)
+    pipeline = _fit(make_pipeline(QuantileTransformer(n_quantiles=100),
+                                  QMatchEncoder(**tiny_encoder_params()),
+                                  LogisticRegression(max_iter=1000)), X, y)
+    labels, proba = _run(to_onnx(pipeline, X), X)
+    np.testing.assert_allclose(proba, pipeline.predict_proba(X), rtol=ATOL, atol=ATOL)
+    np.testing.assert_array_equal(labels, pipeline.predict(X))
