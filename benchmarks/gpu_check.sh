@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The GPU check (issues #58 and #55): what runs first whenever a GPU machine is lent.
+#
+# GPU time comes in short windows (15 minutes a task, machine start included), so this is
+# one command of at most 9 minutes, each stage under its own time limit, every result
+# written to $OUT as it is measured (the device tool brings $OUT back, at most 8 files:
+# gpu_check.log, mlp/ and imix/throughput.{md,json}, precision.md, fewshot_gpu.csv).
+#
+#   bash benchmarks/gpu_check.sh --prepare   # here, once: .whl/ (skorch, which the
+#                                            # device image lacks) and .gpu_data/ (MNIST,
+#                                            # Cover Type: ../shared does not travel)
+#   bash benchmarks/gpu_check.sh             # there: one device call, carry [".whl",
+#                                            # ".gpu_data"], timeout_s 560
+#   bash benchmarks/gpu_check.sh --dry-run   # here: the same stages on the CPU, tiny
+#
+# Stages: the device named; tests/test_cuda.py; one pretext epoch under
+# torch.cuda.set_sync_debug_mode("warn") (the host syncs a step makes, counted); the
+# throughput benchmark on the default and the paper network; the precision benchmark;
+# then the paper cells the input-path issue asks for (MNIST 1%, the supervised baseline and
+# Q-Match, the paper budget, the reference split's seed 1) as far as the time allows.
+# Commit what comes back under benchmarks/results/ with the device named.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-run}
+if [[ $mode == --prepare ]]; then
+    python3 -m pip download --no-deps --only-binary=:all: -d .whl "skorch==1.4.0"
+    mkdir -p .gpu_data
+    cp -r ../shared/data/mnist ../shared/data/covtype ../shared/data/SHA256SUMS .gpu_data/
+    du -sh .whl .gpu_data
+    exit 0
+fi
+
+if [[ $mode == --dry-run ]]; then
+    OUT=$(mktemp -d)
+    PY=${PY:-.venv/bin/python}
+    DEVICE=cpu
+    THROUGHPUT=(--rows 1024 --epochs 1 --repeats 1 --max-wait 0 --time-budget 5)
+    PRECISION=(--rows 512 --imix-rows 64 --epochs 1 --repeats 1)
+    CELLS=(--budget cpu-small --max-rows-test 500 --methods supervised)
+    DATA=${DATA:-../shared/data}
+else
+    OUT=${OUT:?the device tool sets OUT}
+    PY=python3
+    DEVICE=cuda
+    THROUGHPUT=(--repeats 2 --max-wait 0 --time-budget 40)
+    PRECISION=()
+    CELLS=(--budget paper --methods supervised qmatch)
+    DATA=.gpu_data
+    if compgen -G ".whl/*.whl" > /dev/null; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl || exit 1
+        export PYTHONPATH=/tmp/site
+    fi
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
+echo "results in $OUT"
+
+LOG=$OUT/gpu_check.log
+stage() {  # name, seconds, command...: run it under its limit, its output appended to $LOG
+    local name=$1 seconds=$2 start=$SECONDS
+    shift 2
+    echo "== $name (at most ${seconds} s)" | tee -a "$LOG"
+    timeout --signal=INT --kill-after=10 "$seconds" "$@" > "$OUT/stage.log" 2>&1
+    local status=$?
+    cat "$OUT/stage.log" >> "$LOG"
+    tail -n 4 "$OUT/stage.log"
+    rm -f "$OUT/stage.log"
+    echo "   exit $status in $((SECONDS - start)) s (${SECONDS} s in all)" | tee -a "$LOG"
+}
+
+stage device 30 "$PY" -c "
+import torch, sklearn, skorch, platform
+name = torch.cuda.get_device_name() if torch.cuda.is_available() else platform.processor()
+print(f'device: {name}; torch {torch.__version__}; scikit-learn {sklearn.__version__}; '
+      f'skorch {skorch.__version__}; python {platform.python_version()}')"
+
+stage cuda_tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py
+
+stage sync_count 60 "$PY" -c "
+import time, warnings, numpy as np, torch
+from qmatch_sklearn import QMatchEncoder
+device = '$DEVICE'
+X = np.random.default_rng(0).normal(size=(8192, 54)).astype(np.float32)
+encoder = QMatchEncoder(max_epochs=1, device=device, random_state=0)
+encoder.fit(X[:1024])  # warm-up: kernels loaded, allocator primed
+if device == 'cuda':
+    torch.cuda.set_sync_debug_mode('warn')
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    start = time.perf_counter()
+    encoder.fit(X)
+    seconds = time.perf_counter() - start
+syncs = sum('synchroniz' in str(w.message) for w in caught)
+print(f'one epoch of {len(X)} rows ({len(X) // 512} steps) on {device}: {seconds:.2f} s, '
+      f'{syncs} synchronising operations warned (issue #58 asks for none within an epoch)')"
+
+mkdir -p "$OUT/mlp" "$OUT/imix"
+stage throughput_mlp 90 "$PY" -m benchmarks.throughput --device "$DEVICE" --out "$OUT/mlp" \
+    "${THROUGHPUT[@]}" --note "gpu_check.sh, default network"
+stage throughput_imix 120 "$PY" -m benchmarks.throughput --device "$DEVICE" \
+    --out "$OUT/imix" --architecture imix "${THROUGHPUT[@]}" --note "gpu_check.sh, paper network"
+stage precision 90 "$PY" -m benchmarks.precision --device "$DEVICE" --out "$OUT" \
+    "${PRECISION[@]}"
+
+# the paper cells, the reference split's seed first; whatever is measured is kept
+stage paper_cells 170 "$PY" -m benchmarks.fewshot --datasets mnist_1p --seeds 1 0 \
+    --data-home "$DATA" --out "$OUT/fewshot_gpu.csv" "${CELLS[@]}"
+
+echo "done in ${SECONDS} s; files:"
+ls -la "$OUT"
