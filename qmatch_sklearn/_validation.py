@@ -17,6 +17,20 @@ from ._scaling import apply_scaling
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
+#: The table libraries whose tables are read as the pandas DataFrames they convert to.
+FOREIGN_TABLES = ("polars", "pyarrow")
+
+
+def as_pandas(X):
+    """A polars DataFrame or a pyarrow Table as the pandas DataFrame it converts to
+    (``to_pandas()``: the same column names, strings as strings, categoricals as
+    categories, nulls as NaN); anything else as it is. Column kinds, categories and
+    missing values are then read alike whichever library holds the table."""
+    if type(X).__module__.split(".")[0] in FOREIGN_TABLES and hasattr(X, "to_pandas"):
+        return X.to_pandas()
+    return X
+
+
 def check_features(estimator, X, y="no_validation", *, reset):
     """``validate_data``, then each numeric column in the network's units, as float32.
 
@@ -36,6 +50,7 @@ def check_features(estimator, X, y="no_validation", *, reset):
     (``_scaling.py``), fitted at ``reset`` through ``_fit_scaling``.
     """
     check_float32_default(type(estimator).__name__)
+    X = as_pandas(X)
     table = isinstance(estimator, TableInputMixin)
     if reset and table:
         estimator.is_categorical_, estimator.categories_ = estimator._fit_categories(X)
