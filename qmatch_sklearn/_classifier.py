@@ -39,12 +39,13 @@ from ._boosting import (
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet, TrainingResult
 from ._head import (
-    EMBEDDING_WEIGHTS,
     PRETRAINED_ENCODER_CONSTRAINTS,
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
+    block_weights,
     pseudo_bma_weights,
+    unscaled_coef,
     weigh_embedding_block,
 )
 from ._label_spreading import spread_logistic
@@ -190,7 +191,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
         twins = ()
     unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
-    block_weights = iter(EMBEDDING_WEIGHTS if n_embedding is not None else (1.0,))
+    block_of_fit = iter(block_weights(n_embedding))  # the block weight of each fit call
 
     def fit(features, unlabeled):
         if folds is None:
@@ -209,7 +210,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
         # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
         score = model.scores_.mean(axis=0).max() if folds is not None else 0.0
         if folds is not None:  # (folds, l1 ratios, Cs, outputs, features + 1): one l1 ratio
-            paths.append((next(block_weights), model.coefs_paths_[:, 0], model.scores_[:, 0]))
+            paths.append((next(block_of_fit), model.coefs_paths_[:, 0], model.scores_[:, 0]))
         heads = [(model, score)]
         kinds.append(None)
         for name in twins:
@@ -265,9 +266,8 @@ def honest_out_of_fold(average, embeddings, n_embedding=None):
         chosen = scores.argmax(axis=1)  # each regression's C, chosen without fold k
         p = pseudo_bma_weights(scores.max(axis=1), len(train))
         for p_m, (weight, path, _), c in zip(p, average.paths, chosen, strict=True):
-            coef, intercept = path[k, c, :, :-1].copy(), path[k, c, :, -1]
-            if n_embedding is not None:
-                coef[:, coef.shape[1] - n_embedding:] *= weight
+            coef = unscaled_coef(path[k, c, :, :-1], n_embedding, weight)
+            intercept = path[k, c, :, -1]
             logits[test, -n_outputs:] += p_m * (embeddings[test] @ coef.T + intercept)
     return logits
 

@@ -76,6 +76,23 @@ def pseudo_bma_weights(log_likelihoods, n_rows):
     return p / p.sum()
 
 
+def block_weights(n_embedding):
+    """The weights of the embedding block a closed-form head is fitted at:
+    :data:`EMBEDDING_WEIGHTS` beside ``n_embedding`` input columns, 1 alone
+    without them (None)."""
+    return (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
+
+
+def unscaled_coef(coef, n_embedding, weight):
+    """A copy of ``coef``, fitted on features whose last ``n_embedding``
+    columns were multiplied by ``weight``, as coefficients of the unscaled
+    features (those columns' coefficients multiplied by ``weight`` too)."""
+    coef = coef.copy()
+    if n_embedding is not None:
+        coef[..., coef.shape[-1] - n_embedding:] *= weight
+    return coef
+
+
 def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     """The closed-form head averaged over the weights of the embedding block.
 
@@ -99,9 +116,8 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     list per block weight (what ``fit`` returned there) and the heads'
     weights p, in the order ``fit`` returned the heads.
     """
-    block_weights = (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
     heads, slots, scales = [], [], []
-    for weight in block_weights:
+    for weight in block_weights(n_embedding):
         weighted, weighted_unlabeled = features, unlabeled
         if n_embedding is not None:
             weighted, weighted_unlabeled = (
@@ -110,10 +126,8 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
             )
         slots.append([])
         for model, log_likelihood in fit(weighted, weighted_unlabeled):
-            coef = model.coef_.copy()
-            if n_embedding is not None:
-                coef[..., coef.shape[-1] - n_embedding:] *= weight
-            heads.append((coef, np.asarray(model.intercept_, dtype=float)))
+            heads.append((unscaled_coef(model.coef_, n_embedding, weight),
+                          np.asarray(model.intercept_, dtype=float)))
             slots[-1].append(log_likelihood)
             scales.append(weight)
     p = pseudo_bma_weights([ll for slot in slots for ll in slot], len(features))
