@@ -322,30 +322,35 @@ def _perturbed(sample):
     (:data:`PERTURBATIONS`) of its spread, seeded: rows the graph must also
     reproduce, beyond the ties and round values of the sample itself."""
     rng = np.random.default_rng(0)
+
+    def moved(values, fraction):  # a float column, or an array of them
+        spread = np.nanstd(values, axis=0) if np.isfinite(values).any() else 0.0
+        noise = rng.normal(size=values.shape) * fraction * np.nan_to_num(spread)
+        return (values + noise).astype(values.dtype)
+
     copies = [sample]
     for fraction in PERTURBATIONS:
         if isinstance(sample, pd.DataFrame):
-            moved = sample.copy()
-            for column in moved.columns:
-                if pd.api.types.is_float_dtype(moved[column]):
-                    values = moved[column].to_numpy()
-                    spread = np.nanstd(values) if np.isfinite(values).any() else 0.0
-                    noise = rng.normal(size=len(values)) * fraction * spread
-                    moved[column] = (values + noise).astype(values.dtype)
-            copies.append(moved)
+            frame = sample.copy()
+            for column in frame.columns:
+                if pd.api.types.is_float_dtype(frame[column]):
+                    frame[column] = moved(frame[column].to_numpy(), fraction)
+            copies.append(frame)
         elif np.issubdtype(sample.dtype, np.floating):
-            spread = np.nanstd(sample, axis=0) if np.isfinite(sample).any() else 0.0
-            noise = rng.normal(size=sample.shape) * fraction * np.nan_to_num(spread)
-            copies.append((sample + noise).astype(sample.dtype))
+            copies.append(moved(sample, fraction))
     return copies
 
 
-def _graph_outputs(onnx_model, rows):
-    """What ONNX Runtime computes for ``rows`` (fed as ``to_onnx``'s sample was)."""
+def _session(onnx_model):
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(onnx_model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(onnx_model.SerializeToString(),
+                                        providers=["CPUExecutionProvider"])
+
+
+def _graph_outputs(session, rows):
+    """What the ONNX Runtime ``session`` computes for ``rows`` (fed as ``to_onnx``'s
+    sample was)."""
     inputs = session.get_inputs()
     if isinstance(rows, pd.DataFrame):
         feeds = {i.name: rows[[i.name]].to_numpy() for i in inputs}
@@ -363,11 +368,11 @@ def _fitted_outputs(model, rows):
     raise TypeError(f"{type(model).__name__} has no predict_proba, predict or transform.")
 
 
-def _disagreement(model, onnx_model, rows):
-    """The largest difference, scaled by ``1 + |expected|``, between the graph's
-    last output and the fitted model's on ``rows``."""
+def _disagreement(model, session, rows):
+    """The largest difference, scaled by ``1 + |expected|``, between the last output
+    of the graph in ``session`` and the fitted model's on ``rows``."""
     expected = _fitted_outputs(model, rows)
-    outputs = _graph_outputs(onnx_model, rows)
+    outputs = _graph_outputs(session, rows)
     if hasattr(model, "predict_proba") and len(outputs) > 2:  # zipmap="columns"
         graph = np.column_stack(outputs[1:])
     elif isinstance(outputs[-1], list):  # zipmap: a dict of probabilities a row
@@ -386,15 +391,16 @@ def _check_parity(model, onnx_model, sample, tolerance):
     from sklearn.pipeline import Pipeline
 
     rows = _perturbed(sample)
-    worst = max(_disagreement(model, onnx_model, r) for r in rows)
+    session = _session(onnx_model)
+    worst = max(_disagreement(model, session, r) for r in rows)
     if worst <= tolerance:
         return
     steps = model.steps if isinstance(model, Pipeline) else [(type(model).__name__, model)]
     culprit = steps[-1]
     for end in range(1, len(steps)):  # the first prefix whose graph disagrees
         prefix = Pipeline(steps[:end])
-        graph = skl2onnx.to_onnx(prefix, sample[:1])
-        if max(_disagreement(prefix, graph, r) for r in rows) > tolerance:
+        session = _session(skl2onnx.to_onnx(prefix, sample[:1]))
+        if max(_disagreement(prefix, session, r) for r in rows) > tolerance:
             culprit = steps[end - 1]
             break
     name, step = culprit
