@@ -549,15 +549,17 @@ class KeepBestEpoch(Callback):
         if not (np.isfinite(losses).all() and all_finite(net.module_.parameters())):
             self.diverged_epoch_ = row["epoch"]
             raise StopTraining
+        # past the deadline this epoch is the run's last: nothing to copy for later
+        past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
         if self.monitor is None or self._improves(score):
             self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
-            if self.epochs_run_ < net.max_epochs:
+            if self.epochs_run_ < net.max_epochs and not past_deadline:
                 self._copy_weights(net.kept_network().state_dict())
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
                 raise StopTraining
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if past_deadline:
             self.out_of_time_ = True
             raise StopTraining
 
