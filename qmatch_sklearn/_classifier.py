@@ -9,7 +9,6 @@ cross-entropy, a logistic head, probabilities.
 """
 
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,11 +16,8 @@ import pandas as pd
 import torch
 from scipy.sparse import issparse
 from scipy.special import log_softmax
-from sklearn import get_config
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
-from sklearn.metrics import get_scorer
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
@@ -49,6 +45,7 @@ from ._head import (
     weigh_embedding_block,
 )
 from ._label_spreading import spread_logistic
+from ._logistic_batch import LinearModel, log_likelihood, logistic_path
 from ._self_training import self_trained_logistic, unlabeled_sample
 from ._validation import check_features
 from ._warnings import warn
@@ -61,6 +58,8 @@ UNLABELED = -1
 LOGISTIC = "logistic"
 #: Iterations of the logistic head's solver (L-BFGS) for each C.
 LOGISTIC_MAX_ITER = 1000
+#: The logistic head's grid of C, increasing: ``LogisticRegressionCV``'s ten defaults.
+CS = np.logspace(-4, 4, 10)
 #: The twins a plain regression of the logistic head may get from the unlabeled rows,
 #: by the fitted attribute that says how much they counted: self-trained
 #: (``self_training=True``) and trained on spread labels (``label_spreading=True``).
@@ -97,28 +96,6 @@ class LogisticAverage:
         return rows @ self.coef.T + self.intercept
 
 
-def neg_log_loss(model, X, y, sample_weight=None):
-    """Minus the mean log-loss (cross-entropy) of ``model``'s class probabilities
-    for the rows ``X`` of classes ``y``, weighted by ``sample_weight``: the value of
-    scikit-learn's ``"neg_log_loss"`` scorer as ``LogisticRegressionCV`` calls it (its
-    ``_log_reg_scoring_path``: every class as a label, the held-out rows' weights), to
-    the last bit, as ``sklearn.metrics.log_loss`` computes it: two classes'
-    probabilities rebuilt as ``1 - p, p`` from the second, every probability clipped
-    to ``[eps, 1 - eps]``, each row's log-likelihood numpy's log of its class's
-    probability (scikit-learn's sum over a one-hot row adds exact zeros to it). What it
-    leaves out is the scorer's input validation: ``LogisticRegressionCV`` scores each
-    of its ten Cs on each fold, and on a few hundred rows that validation cost more
-    than the fits. ``y`` holds classes of ``model.classes_`` (sorted, as scikit-learn
-    fits them)."""
-    proba = model.predict_proba(X)
-    if proba.shape[1] == 2:
-        proba = np.c_[1 - proba[:, 1], proba[:, 1]]
-    eps = np.finfo(proba.dtype).eps
-    proba = np.clip(proba, eps, 1 - eps)
-    rows, classes = np.arange(len(proba)), np.searchsorted(model.classes_, y)
-    return float(np.average(np.log(proba[rows, classes]), weights=sample_weight))
-
-
 def head_folds(targets, seed, sample_weight=None):
     """The closed-form head's cross-validation folds, a list of ``(train,
     test)`` row indices, or None when a class has one row of positive weight
@@ -152,26 +129,17 @@ def head_folds(targets, seed, sample_weight=None):
     return [(np.setdiff1d(rows, test), test) for test in tests]
 
 
-def _log_loss_scoring():
-    """What the head's ``LogisticRegressionCV`` scores its Cs with: :func:`neg_log_loss`;
-    with scikit-learn's metadata routing on, its own ``"neg_log_loss"`` scorer,
-    requesting ``sample_weight`` (a plain function requests nothing, and routing
-    would refuse the weights): the held-out rows' weights count in the score
-    either way, as ``fit``'s ``sample_weight`` says they count in the loss."""
-    if not get_config()["enable_metadata_routing"]:
-        return neg_log_loss
-    return get_scorer("neg_log_loss").set_score_request(sample_weight=True)
-
-
 def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=None,
                      unlabeled=None, twins=()):
     """The logistic regressions of the closed-form head on ``embeddings``,
     averaged: a :class:`LogisticAverage`.
 
-    The regularisation C is chosen among scikit-learn's ten defaults by
-    stratified cross-validation (log-loss) on the labeled rows
-    (:func:`head_folds`: as many folds, at most 5, as the smallest class's rows
-    of positive weight allow); C=1 when a class has one. When
+    The regularisation C is chosen among :data:`CS` by stratified
+    cross-validation (log-loss) on the labeled rows (:func:`head_folds`: as many
+    folds, at most 5, as the smallest class's rows of positive weight allow), as
+    ``LogisticRegressionCV`` chooses it, every fold's and the final regression
+    solved as one batch along the grid (:func:`~._logistic_batch.logistic_path`);
+    C=1 when a class has one. When
     ``embeddings`` end with ``n_embedding`` embedding columns beside the input
     features, one regression is fitted for each weight of
     that block (C chosen for each, on the same folds) and their scores are
@@ -189,33 +157,45 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     folds = head_folds(targets, seed, sample_weight)
     if unlabeled is None or folds is None:
         twins = ()
+    n_classes = int(targets.max()) + 1
+    weights = (np.ones(len(targets)) if sample_weight is None
+               else np.asarray(sample_weight, dtype=float))
     unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
     block_of_fit = iter(block_weights(n_embedding))  # the block weight of each fit call
 
     def fit(features, unlabeled):
         if folds is None:
-            model = LogisticRegression(C=1.0, max_iter=LOGISTIC_MAX_ITER)
+            C, score = 1.0, 0.0
+            solution = logistic_path(features, targets, weights[None], [C], n_classes,
+                                     LOGISTIC_MAX_ITER)
+            chosen = 0
         else:
-            model = LogisticRegressionCV(
-                cv=folds, scoring=_log_loss_scoring(), l1_ratios=(0.0,),
-                use_legacy_attributes=False, max_iter=LOGISTIC_MAX_ITER,
-            )
-        with warnings.catch_warnings():
-            # Cs that cross-validation does not choose may stop early: checked below
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(features, targets, sample_weight=sample_weight)
-        if not _converged(model):
-            unconverged.append(float(getattr(model, "C_", model.C)))
-        # the mean cross-validated log-loss of the chosen C (folds x l1 ratios x Cs)
-        score = model.scores_.mean(axis=0).max() if folds is not None else 0.0
-        if folds is not None:  # (folds, l1 ratios, Cs, outputs, features + 1): one l1 ratio
-            paths.append((next(block_of_fit), model.coefs_paths_[:, 0], model.scores_[:, 0]))
-        heads = [(model, score)]
+            # every fold's training rows, then all rows: each solved along the C grid
+            problems = np.zeros((len(folds) + 1, len(targets)))
+            for k, (train, _) in enumerate(folds):
+                problems[k, train] = weights[train]
+            problems[-1] = weights
+            solution = logistic_path(features, targets, problems, CS, n_classes,
+                                     LOGISTIC_MAX_ITER)
+            scores = np.stack([
+                log_likelihood(features[test], solution.coef[k], solution.intercept[k],
+                               targets[test], weights[test])
+                for k, (_, test) in enumerate(folds)
+            ])  # (folds, Cs)
+            chosen = int(scores.mean(axis=0).argmax())
+            C, score = float(CS[chosen]), float(scores.mean(axis=0)[chosen])
+            paths.append((next(block_of_fit),
+                          np.concatenate([solution.coef[:-1],
+                                          solution.intercept[:-1, :, :, None]], axis=3),
+                          scores))
+        if solution.n_iter[:, chosen].max() >= LOGISTIC_MAX_ITER:
+            unconverged.append(C)
+        heads = [(LinearModel(solution.coef[-1, chosen], solution.intercept[-1, chosen]), score)]
         kinds.append(None)
         for name in twins:
-            twin = TWINS[name](float(model.C_), LOGISTIC_MAX_ITER, features, targets,
-                               unlabeled, folds, sample_weight)
+            twin = TWINS[name](C, LOGISTIC_MAX_ITER, features, targets, unlabeled, folds,
+                               sample_weight)
             if twin is not None:
                 heads.append(twin)
                 kinds.append(name)
@@ -330,17 +310,6 @@ def fit_logistic_head_(
                 boosting_temperature_=temperature,
             )
     return TrainingResult(History(), 0, 0, None), attributes
-
-
-def _converged(model):
-    """Whether a fitted logistic regression converged: at the C that
-    ``LogisticRegressionCV`` chose, in every fold (its refit starts from their
-    mean), or the one fit of a ``LogisticRegression``."""
-    if not hasattr(model, "C_"):
-        return bool(np.all(model.n_iter_ < model.max_iter))
-    chosen = np.flatnonzero(np.isclose(model.Cs_, model.C_))
-    # n_iter_: (folds, l1 ratios, Cs)
-    return bool(np.all(model.n_iter_[..., chosen] < model.max_iter))
 
 
 def labeled_mask(y):

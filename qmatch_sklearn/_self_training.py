@@ -25,9 +25,21 @@ log-likelihood, by which the head weighs it against the plain regressions
 import warnings
 
 import numpy as np
+import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
+
+from ._logistic_batch import (
+    LinearModel,
+    LogisticBatch,
+    _dense,
+    class_logits,
+    expand,
+    fit_logistic_batch,
+    log_likelihood,
+    reduce_features,
+)
 
 #: A predicted class probability from which an unlabeled row takes that class
 #: (scikit-learn's ``SelfTrainingClassifier`` default).
@@ -77,42 +89,75 @@ def fit_with_pseudo_labels(C, max_iter, features, targets, weights, pseudo_rows,
     )
 
 
-def self_train(C, max_iter, features, targets, unlabeled, sample_weight=None):
-    """A ``LogisticRegression(C)`` self-trained on ``unlabeled`` (see the module),
-    and the number of pseudo-labeled rows of its last fit (0: it is the plain
-    regression). The pseudo-labeled rows weigh as much in total as the labeled
+def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
+    """The self-trained twin of the plain regression at ``C``, as
+    :func:`twin_logistic` returns it: (model, mean held-out log-likelihood per
+    row) or None when no unlabeled row was pseudo-labeled.
+
+    Self-training (see the module) runs on every labeled row and, held-out rows
+    left out, inside every fold of ``folds``, all as one batch of regressions
+    (:func:`~._logistic_batch.fit_logistic_batch`) that refits, round by round,
+    only the problems whose pseudo-labels changed, each from its last solution.
+    The pseudo-labeled rows of a problem weigh as much in total as its labeled
     rows (:func:`fit_with_pseudo_labels`)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    model = fit_logistic(C, max_iter, features, targets, weights)
-    previous, n_pseudo = None, 0
+    n_labeled, n_classes = len(targets), int(targets.max()) + 1
+    rows, basis = reduce_features(np.vstack([_dense(features), _dense(unlabeled)]))
+    trains = [train for train, _ in folds] + [np.arange(n_labeled)]  # all rows last
+    row_weights = np.zeros((len(trains), len(rows)))
+    row_targets = np.zeros((len(trains), len(rows)), dtype=np.int64)
+    row_targets[:, :n_labeled] = targets
+    for p, train in enumerate(trains):
+        row_weights[p, train] = weights[train]
+    labeled_total = row_weights.sum(axis=1)
+
+    def solve(problems, init=None):
+        return fit_logistic_batch(rows, row_targets[problems], row_weights[problems],
+                                  np.full(len(problems), C), n_classes, init=init,
+                                  max_iter=max_iter)
+
+    everything = solve(np.array([len(trains) - 1]))
+    proba = torch.softmax(class_logits(rows[n_labeled:], everything.coef, everything.intercept),
+                          dim=2).numpy()
+    if proba.max() < THRESHOLD:  # no row to pseudo-label: no twin, and no fold to run
+        return None
+    solution = solve(np.arange(len(trains) - 1))
+    coef = np.concatenate([solution.coef, everything.coef])
+    intercept = np.concatenate([solution.intercept, everything.intercept])
+    n_pseudo = np.zeros(len(trains), dtype=int)
+    moving = np.ones(len(trains), dtype=bool)
     for _ in range(MAX_ROUNDS):
-        proba = model.predict_proba(unlabeled)
-        confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)
-        pseudo = model.classes_[proba[confident].argmax(axis=1)]
-        if not len(confident) or (
-            previous is not None and np.array_equal(confident, previous[0])
-            and np.array_equal(pseudo, previous[1])
-        ):
+        proba = torch.softmax(class_logits(rows[n_labeled:], coef, intercept), dim=2).numpy()
+        confident, pseudo = proba.max(axis=2) >= THRESHOLD, proba.argmax(axis=2)
+        for p in np.flatnonzero(moving):
+            same = (n_pseudo[p] > 0
+                    and np.array_equal(confident[p], row_weights[p, n_labeled:] > 0)
+                    and np.array_equal(pseudo[p][confident[p]],
+                                       row_targets[p, n_labeled:][confident[p]]))
+            if not confident[p].any() or same:
+                moving[p] = False
+                continue
+            n_pseudo[p] = confident[p].sum()
+            row_weights[p, n_labeled:] = np.where(confident[p], labeled_total[p] / n_pseudo[p], 0)
+            row_targets[p, n_labeled:] = pseudo[p]
+        problems = np.flatnonzero(moving)
+        if not len(problems):
             break
-        previous, n_pseudo = (confident, pseudo), len(confident)
-        model = fit_with_pseudo_labels(C, max_iter, features, targets, weights,
-                                       unlabeled[confident], pseudo)
-    return model, n_pseudo
-
-
-def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
-    """The self-trained twin of the plain regression (:func:`self_train`), as
-    :func:`twin_logistic` returns it."""
-    return twin_logistic(self_train, C, max_iter, features, targets, unlabeled, folds,
-                         sample_weight)
+        refit = solve(problems, LogisticBatch(coef[problems], intercept[problems], None))
+        coef[problems], intercept[problems] = refit.coef, refit.intercept
+    if not n_pseudo[-1]:
+        return None
+    held_out = [log_likelihood(rows[test], coef[k], intercept[k], targets[test], weights[test])
+                for k, (_, test) in enumerate(folds)]
+    return LinearModel(expand(coef[-1], basis), intercept[-1]), float(np.mean(held_out))
 
 
 def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
                   sample_weight=None):
     """A twin of the plain regression that also learns from pseudo-labeled
     ``unlabeled`` rows: ``train_twin(C, max_iter, features, targets, unlabeled,
-    sample_weight) -> (model, n_pseudo)`` (:func:`self_train`,
-    :func:`~._label_spreading.spread_and_fit`) on every labeled row, and its mean
+    sample_weight) -> (model, n_pseudo)`` (:func:`~._label_spreading.spread_and_fit`)
+    on every labeled row, and its mean
     cross-validated log-likelihood per row on ``folds``, or None when no
     unlabeled row was pseudo-labeled (it would be the plain regression, and
     would count twice in the head's average): ``train_twin`` repeated

@@ -6,20 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sklearn import config_context
-from sklearn.base import BaseEstimator, ClassifierMixin, is_classifier
+from sklearn.base import is_classifier
 from sklearn.datasets import make_classification
 from sklearn.ensemble import StackingClassifier
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
-from sklearn.metrics import log_loss, make_scorer
-from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
-from qmatch_sklearn._classifier import _log_loss_scoring, fit_logistic_head_, neg_log_loss
+from qmatch_sklearn._classifier import fit_logistic_head_
 
 from .conftest import tiny_encoder_params
 
@@ -222,107 +218,11 @@ def test_auto_without_validation_fits_a_cross_validated_logistic_head(data):
     assert min(np.abs(r.predict_proba(embeddings) - proba).max() for r in regressions) < 1e-3
 
 
-def _sklearn_neg_log_loss(classes):
-    """The scorer ``LogisticRegressionCV(scoring="neg_log_loss")`` builds for ``classes``."""
-    return make_scorer(log_loss, greater_is_better=False, response_method="predict_proba",
-                       labels=classes)
-
-
-class _FixedProbabilities(ClassifierMixin, BaseEstimator):
-    """A fitted classifier whose ``predict_proba`` returns ``proba`` whatever the rows."""
-
-    def __init__(self, proba):
-        self.proba = proba
-
-    def fit(self, X, y):
-        self.classes_ = np.arange(self.proba.shape[1])
-        return self
-
-    def predict_proba(self, X):
-        return self.proba
-
-
-@settings(max_examples=300, deadline=None)
-@given(proba=st.integers(2, 4).flatmap(lambda k: st.lists(
-           st.lists(st.floats(1e-20, 1.0), min_size=k, max_size=k), min_size=1, max_size=3)),
-       data=st.data())
-def test_the_head_scores_probabilities_as_scikit_learn_neg_log_loss_does(proba, data):
-    """To the last bit, on one to three rows (a mean over many would hide a difference
-    in the last bit of one row's log): two to four classes, probabilities near 0 and 1,
-    weights or none."""
-    proba = np.asarray(proba)
-    proba /= proba.sum(axis=1, keepdims=True)
-    n_rows, n_classes = proba.shape
-    y = np.asarray(data.draw(st.lists(st.integers(0, n_classes - 1), min_size=n_rows,
-                                      max_size=n_rows)))
-    weights = data.draw(st.none() | st.lists(st.floats(0.1, 3.0), min_size=n_rows,
-                                              max_size=n_rows).map(np.asarray))
-    model = _FixedProbabilities(proba).fit(None, y)
-    X = np.zeros((n_rows, 1))
-    expected = _sklearn_neg_log_loss(model.classes_)(model, X, y, sample_weight=weights)
-    assert neg_log_loss(model, X, y, sample_weight=weights) == expected
-
-
-def test_a_log_whose_last_bit_numpy_and_the_c_library_differ_on():
-    """log(0.9713998317335643): numpy's vectorised log and the C library's (which
-    ``scipy.special.xlogy`` uses) round it apart on CPUs with AVX-512; scikit-learn
-    takes numpy's."""
-    model = _FixedProbabilities(np.array([[1 - 0.9713998317335643, 0.9713998317335643]]))
-    model.fit(None, np.array([1]))
-    X, y = np.zeros((1, 1)), np.array([1])
-    assert neg_log_loss(model, X, y) == _sklearn_neg_log_loss(model.classes_)(model, X, y)
-
-
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4), weighted=st.booleans(),
-       C=st.sampled_from([1e-4, 1.0, 1e4]), scale=st.sampled_from([0.1, 3.0, 30.0]))
-def test_the_head_scores_a_regression_as_scikit_learn_neg_log_loss_does(
-    seed, n_classes, weighted, C, scale
-):
-    """To the last bit: two or more classes, a class absent from the held-out rows,
-    weights or none, probabilities near 0 and 1 (clipped)."""
-    rng = np.random.default_rng(seed)
-    X, y = rng.normal(size=(30, 4)) * scale, rng.integers(0, n_classes, 30)
-    y[:n_classes] = np.arange(n_classes)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = LogisticRegression(C=C, max_iter=30).fit(X, y)
-    X_test, y_test = rng.normal(size=(12, 4)) * scale, rng.integers(0, n_classes - 1, 12)
-    weights = rng.uniform(0.1, 3.0, 12) if weighted else None
-    expected = _sklearn_neg_log_loss(model.classes_)(model, X_test, y_test,
-                                                      sample_weight=weights)
-    assert neg_log_loss(model, X_test, y_test, sample_weight=weights) == expected
-
-
-#: Draws of make_classification whose cross-validation scores a scorer built on
-#: scipy.special.xlogy got wrong in the last bit (found by review, on AVX-512).
-@pytest.mark.parametrize("n_classes, random_state, weighted",
-                         [(3, 0, True), (3, 76, False), (3, 27, True), (2, 0, True),
-                          (2, 5, False)])
-def test_cross_validation_with_the_head_s_scorer_equals_scikit_learn_s(
-    n_classes, random_state, weighted
-):
-    """Every C's score on every fold, and so the chosen C, as with ``"neg_log_loss"``,
-    with weights (which ``LogisticRegressionCV`` passes to its scorer) or without."""
-    X, y = make_classification(n_samples=60, n_features=6, n_informative=4,
-                               n_classes=n_classes, random_state=random_state)
-    weights = np.random.default_rng(0).uniform(0.2, 3.0, len(y)) if weighted else None
-    fits = [LogisticRegressionCV(cv=StratifiedKFold(5, shuffle=True, random_state=0),
-                                 scoring=scoring, l1_ratios=(0.0,), use_legacy_attributes=False,
-                                 max_iter=1000).fit(X, y, sample_weight=weights)
-            for scoring in ("neg_log_loss", neg_log_loss)]
-    np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
-    assert fits[0].C_ == fits[1].C_
-
-
-def test_with_metadata_routing_the_head_scores_with_the_weights_as_without(data):
-    """A plain function requests no metadata, and routing refused the weights (the
-    user cannot set a request on the head's own ``LogisticRegressionCV``): with
-    routing on, the head scores with scikit-learn's scorer, requesting
-    ``sample_weight``, and fits the same head as without routing."""
+def test_with_metadata_routing_the_head_fits_with_the_weights_as_without(data):
+    """scikit-learn's metadata routing does not reach the head's own solver: with
+    routing on, the weighted head is the head fitted without routing."""
     X, y = data[0][:150], data[1][:150]
     weights = np.random.RandomState(0).uniform(0.2, 3.0, len(y))
-    assert _log_loss_scoring() is neg_log_loss
     heads = []
     for routing in (False, True):
         with config_context(enable_metadata_routing=routing):

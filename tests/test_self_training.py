@@ -14,12 +14,11 @@ from sklearn.model_selection import StratifiedKFold
 from qmatch_sklearn import _self_training
 from qmatch_sklearn._self_training import (
     MAX_UNLABELED_ROWS,
-    self_train,
     self_trained_logistic,
     unlabeled_sample,
 )
 
-from .conftest import fit_tiny_classifier, record_training_rows
+from .conftest import fit_tiny_classifier
 
 
 def _clusters(seed=0, n=400):
@@ -32,67 +31,67 @@ def _clusters(seed=0, n=400):
     return labeled, np.array([0, 0, 1, 1]), X, y
 
 
+def _two_folds(features, targets):
+    return list(StratifiedKFold(2, shuffle=True, random_state=0).split(features, targets))
+
+
+def _boundary(model):
+    """Where the model's score is 0 on the x axis."""
+    return -model.intercept_[0] / model.coef_[0, 0]
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_self_training_moves_the_boundary_into_the_gap_between_the_clusters(seed):
     features, targets, unlabeled, truth = _clusters(seed)
     plain = LogisticRegression(C=1.0).fit(features, targets)
-    trained, n_pseudo = self_train(1.0, 1000, features, targets, unlabeled)
-    assert n_pseudo > 0
+    trained, _ = self_trained_logistic(1.0, 1000, features, targets, unlabeled,
+                                       _two_folds(features, targets))
     assert plain.score(unlabeled, truth) < 0.9  # the plain boundary cuts class 1
-    assert trained.score(unlabeled, truth) > 0.99
-    # where the score is 0 on the x axis: from 2.5 (between the labeled rows) towards the
-    # gap at 0, out of class 1's bulk (the pseudo-labeled rows weigh only as much as the
-    # four labels: C=1 holds it back from the middle of the gap)
-    plain_boundary = -plain.intercept_[0] / plain.coef_[0, 0]
-    assert plain_boundary == pytest.approx(2.5, abs=0.1)
-    assert abs(-trained.intercept_[0] / trained.coef_[0, 0]) < plain_boundary - 0.75
+    assert np.mean(trained.predict_proba(unlabeled).argmax(axis=1) == truth) > 0.99
+    # from 2.5 (between the labeled rows) towards the gap at 0, out of class 1's bulk
+    # (the pseudo-labeled rows weigh only as much as the four labels: C=1 holds it
+    # back from the middle of the gap)
+    assert _boundary(plain) == pytest.approx(2.5, abs=0.1)
+    assert abs(_boundary(trained)) < _boundary(plain) - 0.75
 
 
-def test_without_a_confident_unlabeled_row_it_is_the_plain_regression():
+def test_without_a_confident_unlabeled_row_there_is_no_twin():
     features, targets, _, _ = _clusters()
     on_the_boundary = np.c_[np.full(5, 2.5), np.linspace(-1, 1, 5)]
     plain = LogisticRegression(C=1.0, max_iter=1000).fit(features, targets)
     assert plain.predict_proba(on_the_boundary).max() < _self_training.THRESHOLD
-    trained, n_pseudo = self_train(1.0, 1000, features, targets, on_the_boundary)
-    assert n_pseudo == 0
-    np.testing.assert_array_equal(trained.coef_, plain.coef_)
-    # no twin then: it would be the plain regression counted twice
-    folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(features, targets))
-    assert self_trained_logistic(1.0, 1000, features, targets, on_the_boundary, folds) is None
+    # no twin: it would be the plain regression counted twice
+    assert self_trained_logistic(1.0, 1000, features, targets, on_the_boundary,
+                                 _two_folds(features, targets)) is None
 
 
-def test_held_out_rows_never_train_the_regression_that_labels_their_fold(monkeypatch):
-    rng = np.random.default_rng(1)
-    features = rng.normal(size=(30, 3))
-    targets = np.arange(30) % 3
-    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(features, targets))
-    seen = record_training_rows(monkeypatch, _self_training, "self_train")
-    _, score = self_trained_logistic(1.0, 1000, features, targets, rng.normal(size=(50, 3)),
-                                     folds)
-    assert len(seen) == len(folds) + 1  # all labeled rows, then one per fold
-    for rows, (train, test) in zip(seen[1:], folds, strict=True):
-        np.testing.assert_array_equal(rows, features[train])
-        assert not any((rows == features[i]).all(axis=1).any() for i in test)
-    assert score < 0  # a mean log-likelihood
-
-
-def test_the_held_out_likelihood_is_weighted_as_the_plain_regressions_is():
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_held_out_likelihood_is_that_of_regressions_that_never_saw_their_fold(weighted):
+    """Each fold's twin is the twin self-trained on the fold's training rows alone (the
+    held-out rows neither train nor pseudo-label), and its held-out rows are scored
+    weighted as the plain regressions' are."""
     rng = np.random.default_rng(2)
     features, targets = rng.normal(size=(40, 3)), np.arange(40) % 2
     features[:, 0] += 2 * targets
-    weights = rng.uniform(0.1, 3.0, size=40)
+    weights = rng.uniform(0.1, 3.0, size=40) if weighted else np.ones(40)
     unlabeled = rng.normal(size=(60, 3))
+    unlabeled[:, 0] += 2 * (np.arange(60) % 2)
     folds = list(StratifiedKFold(4, shuffle=True, random_state=0).split(features, targets))
-    _, score = self_trained_logistic(1.0, 1000, features, targets, unlabeled, folds, weights)
-    fold_models = [(self_train(1.0, 1000, features[train], targets[train], unlabeled,
-                               weights[train])[0], test)
-                   for train, test in folds]
+    _, score = self_trained_logistic(1.0, 1000, features, targets, unlabeled, folds,
+                                     weights if weighted else None)
+
+    def alone(train):  # the twin of the training rows alone: its model on all of them
+        inner = _two_folds(features[train], targets[train])
+        return self_trained_logistic(1.0, 1000, features[train], targets[train], unlabeled,
+                                     inner, weights[train])[0]
+
     expected = np.mean([
-        np.average(np.log(model.predict_proba(features[test])[np.arange(len(test)),
-                                                               targets[test]]),
+        np.average(np.log(alone(train).predict_proba(features[test])[np.arange(len(test)),
+                                                                     targets[test]]),
                    weights=weights[test])
-        for model, test in fold_models])
-    assert score == pytest.approx(expected, rel=1e-9)
+        for train, test in folds])
+    assert score < 0  # a mean log-likelihood
+    assert score == pytest.approx(expected, rel=1e-5)
 
 
 @given(n=st.integers(0, 3 * MAX_UNLABELED_ROWS), seed=st.integers(0, 2**32 - 1))

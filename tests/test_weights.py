@@ -74,7 +74,8 @@ def test_balanced_class_weight_predicts_the_rare_class_more_often(imbalanced):
 
 
 def test_the_logistic_head_weighs_rows_as_scikit_learn_does(imbalanced):
-    """The closed-form head is LogisticRegressionCV, given the same weights."""
+    """The closed-form head is LogisticRegressionCV, given the same weights (to the
+    precision both solvers stop at: a gradient of 1e-4, scikit-learn's tol)."""
     X, y = imbalanced
     sample_weight = np.random.RandomState(0).uniform(0.2, 3.0, len(y))
     head = torch.nn.Linear(X.shape[1], 2)
@@ -83,7 +84,7 @@ def test_the_logistic_head_weighs_rows_as_scikit_learn_does(imbalanced):
         cv=StratifiedKFold(5, shuffle=True, random_state=7), scoring="neg_log_loss",
         l1_ratios=(0.0,), use_legacy_attributes=False, max_iter=1000,
     ).fit(X, y, sample_weight=sample_weight)
-    np.testing.assert_allclose(head.weight.detach().numpy()[1], model.coef_[0], rtol=1e-5)
+    np.testing.assert_allclose(head.weight.detach().numpy()[1], model.coef_[0], atol=1e-3)
     unweighted = torch.nn.Linear(X.shape[1], 2)
     fit_logistic_head_(unweighted, X, y, 7)
     assert not torch.allclose(unweighted.weight, head.weight)

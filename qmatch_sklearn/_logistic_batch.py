@@ -1,0 +1,283 @@
+"""Many L2-penalised logistic regressions on one feature matrix, solved together.
+
+The few-label head fits the same regression again and again on the same labeled
+rows: for every C of its grid, in every cross-validation fold and on all rows,
+and again in every round of self-training. One scikit-learn ``LogisticRegression``
+per problem spends most of its time on a few hundred rows in input validation and
+in the solver's Python loop, not in arithmetic (on wine, 223 L-BFGS runs and 952
+``check_array`` calls for one head). Here the problems are one batch: problem p
+has its own targets, row weights (0 leaves a row out, as a fold does) and C, and
+the whole batch takes one matrix product per solver iteration.
+
+Each problem is scikit-learn's ``LogisticRegression(C, solver="lbfgs")`` objective
+(multinomial for three classes or more, one logit for two), as
+``_logistic_regression_path`` writes it, divided by the rows' total weight S:
+
+    F(W, b) = (1 / S) sum_i r_i * CE(softmax(x_i W + b), y_i) + ||W||^2 / (2 C S),
+
+the intercept unpenalised. It is minimised by L-BFGS (Liu & Nocedal, 1989, "On
+the limited memory BFGS method for large scale optimization"; the two-loop
+recursion of Nocedal & Wright, "Numerical Optimization", 2nd ed., algorithm 7.4)
+with a backtracking Armijo line search, per problem: each has its own history, its
+own step and stops on its own when no entry of its gradient exceeds ``tol`` in
+absolute value (scipy's ``gtol``, which scikit-learn sets to its ``tol``).
+
+Fewer rows than features (a few dozen labels beside a 512-wide embedding): the
+optimal W lies in the span of the rows (the representer theorem; Scholkopf,
+Herbrich & Smola, 2001, "A generalized representer theorem"), so with the thin
+SVD X = U Sigma V^T each problem is solved exactly on the features U Sigma, one per
+row, and W = beta V^T (:func:`reduce_features`); the penalty is unchanged, as
+||V beta|| = ||beta||.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.sparse import issparse
+
+#: Correction pairs each problem's L-BFGS keeps (scipy's ``maxcor`` default).
+HISTORY = 10
+#: Armijo's sufficient-decrease constant and the most step halvings per iteration.
+ARMIJO, MAX_HALVINGS = 1e-4, 40
+
+
+@dataclass(frozen=True)
+class LogisticBatch:
+    """Solutions of a batch: ``coef`` (problems, outputs, features),
+    ``intercept`` (problems, outputs), ``n_iter`` (problems,); outputs is
+    1 for two classes (the second class's logit), the number of classes otherwise."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    n_iter: np.ndarray
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """One solved regression, as scikit-learn's ``LogisticRegression`` exposes it:
+    ``coef_`` (outputs, features) and ``intercept_`` (outputs,)."""
+
+    coef_: np.ndarray
+    intercept_: np.ndarray
+
+    def predict_proba(self, X):
+        logits = class_logits(_dense(X), self.coef_[None], self.intercept_[None])[0]
+        return torch.softmax(logits, dim=1).numpy()
+
+
+def _dense(X):
+    return np.asarray(X.toarray() if issparse(X) else X, dtype=np.float64)
+
+
+def class_logits(X, coef, intercept):
+    """Each problem's logits of the rows ``X`` (problems, rows, classes), the
+    first column 0 for two classes: ``X`` (rows, features), ``coef`` (problems,
+    outputs, features), ``intercept`` (problems, outputs)."""
+    X = torch.as_tensor(X, dtype=torch.float64)
+    coef = torch.as_tensor(coef, dtype=torch.float64)
+    n_problems, outputs, n_features = coef.shape
+    logits = (X @ coef.reshape(-1, n_features).T).reshape(len(X), n_problems, outputs)
+    logits = logits.transpose(0, 1) + torch.as_tensor(intercept)[:, None, :]
+    if logits.shape[2] == 1:
+        logits = torch.cat([torch.zeros_like(logits), logits], dim=2)
+    return logits
+
+
+class _Objective:
+    """F and its gradient for every problem, parameters flattened to (problems, m)."""
+
+    def __init__(self, X, targets, weights, C, n_classes):
+        self.X = torch.as_tensor(X, dtype=torch.float64)
+        n_problems, n_features = weights.shape[0], self.X.shape[1]
+        self.outputs = 1 if n_classes == 2 else n_classes
+        self.shape = (n_problems, self.outputs, n_features)
+        weights = torch.as_tensor(weights, dtype=torch.float64)
+        total = weights.sum(dim=1)
+        self.row_share = weights / total[:, None]
+        self.penalty = 1.0 / (torch.as_tensor(C, dtype=torch.float64) * total)
+        targets = torch.as_tensor(np.broadcast_to(targets, weights.shape).copy(),
+                                  dtype=torch.int64)
+        self.targets = targets[..., None]
+        self.one_hot = torch.zeros(*weights.shape, n_classes, dtype=torch.float64)
+        self.one_hot.scatter_(2, self.targets, 1.0)
+
+    def split(self, params):
+        _, outputs, n_features = self.shape
+        coef = params[:, : outputs * n_features].reshape(len(params), outputs, n_features)
+        return coef, params[:, outputs * n_features:]
+
+    def __call__(self, params, problems):
+        """F and its gradient at ``params`` of the problems indexed by ``problems``."""
+        coef, intercept = self.split(params)
+        row_share, penalty = self.row_share[problems], self.penalty[problems]
+        logits = class_logits(self.X, coef, intercept)
+        log_proba = logits - torch.logsumexp(logits, dim=2, keepdim=True)
+        loss = -(row_share * log_proba.gather(2, self.targets[problems])[..., 0]).sum(dim=1)
+        value = loss + 0.5 * penalty * coef.square().sum(dim=(1, 2))
+        residual = (log_proba.exp() - self.one_hot[problems]) * row_share[..., None]
+        residual = residual[..., -self.outputs:]  # two classes: the second logit's
+        n_problems, n_rows, outputs = residual.shape
+        coef_grad = (residual.transpose(0, 1).reshape(n_rows, -1).T @ self.X).reshape(coef.shape)
+        coef_grad += penalty[:, None, None] * coef
+        grad = torch.cat([coef_grad.flatten(1), residual.sum(dim=1)], dim=1)
+        return value, grad
+
+
+def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
+    """Minus the L-BFGS inverse-Hessian estimate times ``grad`` (two-loop
+    recursion), per problem, from the ``n_pairs`` stored pairs ending at slot
+    ``newest``; a pair of inverse curvature 0 is skipped."""
+    order = [(newest - i) % HISTORY for i in range(n_pairs)]
+    q = grad.clone()
+    alphas = []
+    for slot in order:
+        alpha = inverse_curvature[slot] * (steps[slot] * q).sum(dim=1)
+        q -= alpha[:, None] * changes[slot]
+        alphas.append(alpha)
+    if n_pairs:
+        y = changes[newest]
+        curvature = (y * y).sum(dim=1)
+        gamma = torch.where(inverse_curvature[newest] > 0,
+                            1.0 / (inverse_curvature[newest] * curvature.clamp_min(1e-300)),
+                            torch.ones_like(curvature))
+        q *= gamma[:, None]
+    for slot, alpha in zip(reversed(order), reversed(alphas), strict=True):
+        beta = inverse_curvature[slot] * (changes[slot] * q).sum(dim=1)
+        q += (alpha - beta)[:, None] * steps[slot]
+    return -q
+
+
+def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=1000, tol=1e-4):
+    """Solve the batch of logistic regressions described in the module.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, n_features)
+        The rows every problem reads.
+    targets : int array of shape (n_rows,) or (n_problems, n_rows)
+        Class indices in ``range(n_classes)``, shared or per problem.
+    weights : array of shape (n_problems, n_rows)
+        Each problem's row weights (0: the row is not in that problem); every
+        problem needs some positive weight.
+    C : array of shape (n_problems,)
+        Inverse regularisation strength, as scikit-learn's ``C``.
+    n_classes : int
+        Classes of the targets (2: one logit per row).
+    init : LogisticBatch, default=None
+        Solutions to start from (a warm start); zeros otherwise.
+    max_iter : int, default=1000
+        L-BFGS iterations at most per problem.
+    tol : float, default=1e-4
+        A problem stops when no entry of its gradient exceeds ``tol`` in
+        absolute value.
+
+    Returns
+    -------
+    LogisticBatch
+    """
+    objective = _Objective(X, targets, np.asarray(weights), np.asarray(C, dtype=float),
+                           n_classes)
+    n_problems, outputs, n_features = objective.shape
+    if init is None:
+        params = torch.zeros(n_problems, outputs * n_features + outputs, dtype=torch.float64)
+    else:
+        params = torch.cat([torch.as_tensor(init.coef, dtype=torch.float64).flatten(1),
+                            torch.as_tensor(init.intercept, dtype=torch.float64)], dim=1)
+    everyone = torch.arange(n_problems)
+    value, grad = objective(params, everyone)
+    steps = torch.zeros(HISTORY, *params.shape, dtype=torch.float64)
+    changes = torch.zeros_like(steps)
+    inverse_curvature = torch.zeros(HISTORY, n_problems, dtype=torch.float64)
+    n_iter = torch.zeros(n_problems, dtype=torch.int64)
+    active = grad.abs().amax(dim=1) > tol
+    n_pairs, newest = 0, -1
+    for iteration in range(max_iter):
+        if not active.any():
+            break
+        live = active.nonzero()[:, 0]  # only the problems still moving are computed
+        x, f, g = params[live], value[live], grad[live]
+        direction = _direction(g, steps[:, live], changes[:, live],
+                               inverse_curvature[:, live], n_pairs, newest)
+        slope = (g * direction).sum(dim=1)
+        uphill = slope >= 0  # a stale pair can point uphill: fall back to the gradient
+        direction[uphill] = -g[uphill]
+        slope = torch.where(uphill, -(g * g).sum(dim=1), slope)
+        step = torch.ones(len(live), dtype=torch.float64)
+        if iteration == 0:  # scipy's first step: at most a unit move
+            step = torch.clamp(1.0 / direction.abs().sum(dim=1).clamp_min(1e-300), max=1.0)
+        for _ in range(MAX_HALVINGS):
+            trial = x + step[:, None] * direction
+            trial_value, trial_grad = objective(trial, live)
+            enough = trial_value <= f + ARMIJO * step * slope
+            if bool(enough.all()):
+                break
+            step = torch.where(enough, step, step / 2)
+        stalled = ~enough  # no decrease found: stop where it was, as scipy does
+        trial = torch.where(stalled[:, None], x, trial)
+        trial_value = torch.where(stalled, f, trial_value)
+        trial_grad = torch.where(stalled[:, None], g, trial_grad)
+        newest = (newest + 1) % HISTORY
+        n_pairs = min(n_pairs + 1, HISTORY)
+        s, y = trial - x, trial_grad - g
+        products = (s * y).sum(dim=1)
+        curved = products > 1e-10 * s.norm(dim=1) * y.norm(dim=1)
+        steps[newest, live], changes[newest, live] = s, y
+        inverse_curvature[newest] = 0.0  # the problems at rest keep no pair here
+        inverse_curvature[newest, live] = torch.where(
+            curved, 1.0 / products.clamp_min(1e-300), torch.zeros_like(products))
+        params[live], value[live], grad[live] = trial, trial_value, trial_grad
+        n_iter[live] += 1
+        active[live] = (trial_grad.abs().amax(dim=1) > tol) & ~stalled
+    coef, intercept = objective.split(params)
+    return LogisticBatch(coef.numpy(), intercept.numpy(), n_iter.numpy())
+
+
+def reduce_features(X):
+    """``(features, basis)``: with fewer rows than columns, ``U Sigma`` and
+    ``V^T`` of the thin SVD of ``X`` (coefficients fitted on ``U Sigma`` times
+    ``V^T`` are those of ``X``); otherwise ``X`` and None."""
+    X = _dense(X)
+    if X.shape[0] >= X.shape[1]:
+        return X, None
+    u, sigma, vt = np.linalg.svd(X, full_matrices=False)
+    return u * sigma, vt
+
+
+def expand(coef, basis):
+    """Coefficients fitted on :func:`reduce_features`' features as coefficients of
+    the original columns."""
+    return coef if basis is None else coef @ basis
+
+
+def logistic_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
+    """Every problem of the batch (row ``weights``, shared ``targets``) solved at
+    every C of ``Cs``, increasing, each C started from the solutions at the
+    previous one (scikit-learn's warm-started path), on ``X`` reduced by
+    :func:`reduce_features` and expanded back: a :class:`LogisticBatch` whose
+    arrays have a second axis for the Cs."""
+    features, basis = reduce_features(X)
+    solutions, previous = [], None
+    for C in Cs:
+        previous = fit_logistic_batch(features, targets, weights, np.full(len(weights), C),
+                                      n_classes, init=previous, max_iter=max_iter, tol=tol)
+        solutions.append(previous)
+    return LogisticBatch(
+        expand(np.stack([s.coef for s in solutions], axis=1), basis),
+        np.stack([s.intercept for s in solutions], axis=1),
+        np.stack([s.n_iter for s in solutions], axis=1),
+    )
+
+
+def log_likelihood(X, coef, intercept, targets, weights):
+    """The mean log-likelihood per row of ``targets`` (weighted by ``weights``)
+    under each of the regressions ``coef`` (..., outputs, features), scored as
+    :func:`sklearn.metrics.log_loss` scores (probabilities clipped to [eps, 1 - eps])."""
+    lead = coef.shape[:-2]
+    logits = class_logits(X, coef.reshape(-1, *coef.shape[-2:]),
+                          intercept.reshape(-1, intercept.shape[-1]))
+    proba = torch.softmax(logits, dim=2).numpy()
+    eps = np.finfo(proba.dtype).eps
+    row_proba = np.clip(proba[:, np.arange(len(targets)), targets], eps, 1 - eps)
+    scores = np.log(row_proba) @ (np.asarray(weights, dtype=float) / np.sum(weights))
+    return scores.reshape(lead)

@@ -1,0 +1,125 @@
+"""The batched logistic solver of the few-label head (issue #54): each problem of a
+batch is scikit-learn's ``LogisticRegression`` objective, solved at least as well
+as scikit-learn's L-BFGS solves it, whatever else is in the batch."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.metrics import log_loss
+from sklearn.model_selection import StratifiedKFold
+
+from qmatch_sklearn._logistic_batch import (
+    LinearModel,
+    _Objective,
+    expand,
+    fit_logistic_batch,
+    log_likelihood,
+    logistic_path,
+    reduce_features,
+)
+
+
+def _problems(seed, n_rows, n_features, n_classes, n_problems):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, n_features))
+    y = rng.integers(0, n_classes, n_rows)
+    y[:n_classes] = np.arange(n_classes)
+    X[:, 0] += y  # some signal
+    weights = rng.uniform(0.2, 3.0, size=(n_problems, n_rows))
+    weights[:, n_classes:][rng.random((n_problems, n_rows - n_classes)) < 0.3] = 0.0
+    C = 10.0 ** rng.uniform(-3, 3, n_problems)
+    return X, y, weights, C
+
+
+def _objective(X, y, weights, C, n_classes, coef, intercept):
+    params = torch.cat([torch.as_tensor(coef).flatten(1), torch.as_tensor(intercept)], dim=1)
+    return _Objective(X, y, weights, C, n_classes)(params, torch.arange(len(C)))[0].numpy()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4),
+       n_rows=st.integers(12, 60), n_features=st.integers(1, 8))
+def test_every_problem_reaches_scikit_learn_s_optimum(seed, n_classes, n_rows, n_features):
+    X, y, weights, C = _problems(seed, n_rows, n_features, n_classes, 4)
+    batch = fit_logistic_batch(X, y, weights, C, n_classes, tol=1e-8)
+    coefs, intercepts = [], []
+    for w, c in zip(weights, C, strict=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = LogisticRegression(C=c, tol=1e-8, max_iter=10_000).fit(X, y, sample_weight=w)
+        coefs.append(model.coef_)
+        intercepts.append(model.intercept_)
+    ours = _objective(X, y, weights, C, n_classes, batch.coef, batch.intercept)
+    theirs = _objective(X, y, weights, C, n_classes, np.array(coefs), np.array(intercepts))
+    assert np.all(ours <= theirs + 1e-9)
+    for model_coef, coef in zip(coefs, batch.coef, strict=True):
+        np.testing.assert_allclose(coef, model_coef, atol=1e-4 * (1 + np.abs(model_coef).max()))
+
+
+def test_a_row_of_weight_0_is_a_row_left_out():
+    X, y, weights, C = _problems(0, 40, 5, 3, 2)
+    weights[:, :10] = 0.0
+    weights[:, :3] = 1.0  # every class keeps a row
+    kept = np.r_[0:3, 10:40]
+    batch = fit_logistic_batch(X, y, weights, C, 3, tol=1e-10)
+    alone = fit_logistic_batch(X[kept], y[kept], weights[:, kept], C, 3, tol=1e-10)
+    np.testing.assert_allclose(batch.coef, alone.coef, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fewer_rows_than_features_are_solved_exactly_on_the_reduced_rows(n_classes):
+    X, y, weights, C = _problems(1, 15, 60, n_classes, 3)
+    full = fit_logistic_batch(X, y, weights, C, n_classes, tol=1e-10, max_iter=5000)
+    features, basis = reduce_features(X)
+    assert features.shape == (15, 15)
+    reduced = fit_logistic_batch(features, y, weights, C, n_classes, tol=1e-10, max_iter=5000)
+    np.testing.assert_allclose(expand(reduced.coef, basis), full.coef, atol=1e-5)
+    np.testing.assert_allclose(reduced.intercept, full.intercept, atol=1e-5)
+
+
+def test_a_warm_start_at_the_optimum_stays_there():
+    X, y, weights, C = _problems(2, 50, 4, 3, 3)
+    solved = fit_logistic_batch(X, y, weights, C, 3)
+    again = fit_logistic_batch(X, y, weights, C, 3, init=solved)
+    assert np.all(again.n_iter == 0)
+    np.testing.assert_array_equal(again.coef, solved.coef)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4), weighted=st.booleans())
+def test_the_held_out_score_is_minus_scikit_learn_s_log_loss(seed, n_classes, weighted):
+    X, y, weights, C = _problems(seed, 30, 4, n_classes, 1)
+    batch = fit_logistic_batch(X, y, weights, C, n_classes)
+    model = LinearModel(batch.coef[0], batch.intercept[0])
+    w = weights[0] + 0.1 if weighted else np.ones(len(y))
+    expected = -log_loss(y, model.predict_proba(X), labels=np.arange(n_classes), sample_weight=w)
+    assert log_likelihood(X, batch.coef, batch.intercept, y, w)[0] == pytest.approx(expected,
+                                                                                    rel=1e-9)
+
+
+@pytest.mark.parametrize("n_classes, random_state", [(2, 0), (2, 5), (3, 0), (3, 27)])
+def test_the_path_chooses_logistic_regression_cv_s_C(n_classes, random_state):
+    """Every fold's held-out score at every C, and so the chosen C, as
+    ``LogisticRegressionCV(scoring="neg_log_loss")`` finds them."""
+    X, y = make_classification(n_samples=60, n_features=6, n_informative=4,
+                               n_classes=n_classes, random_state=random_state)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+    Cs = np.logspace(-4, 4, 10)
+    reference = LogisticRegressionCV(cv=folds, Cs=Cs, scoring="neg_log_loss", l1_ratios=(0.0,),
+                                     use_legacy_attributes=False, max_iter=1000).fit(X, y)
+    problems = np.zeros((len(folds), len(y)))
+    for k, (train, _) in enumerate(folds):
+        problems[k, train] = 1.0
+    path = logistic_path(X, y, problems, Cs, n_classes)
+    scores = np.stack([log_likelihood(X[test], path.coef[k], path.intercept[k], y[test],
+                                      np.ones(len(test)))
+                       for k, (_, test) in enumerate(folds)])
+    np.testing.assert_allclose(scores, reference.scores_[:, 0], atol=2e-3)
+    assert Cs[scores.mean(axis=0).argmax()] == reference.C_
