@@ -117,8 +117,8 @@ class _Objective:
         value = loss + 0.5 * penalty * coef.square().sum(dim=(1, 2))
         residual = (log_proba.exp() - self.one_hot[problems]) * row_share[..., None]
         residual = residual[..., -self.outputs:]  # two classes: the second logit's
-        n_problems, n_rows, outputs = residual.shape
-        coef_grad = (residual.transpose(0, 1).reshape(n_rows, -1).T @ self.X).reshape(coef.shape)
+        by_row = residual.transpose(0, 1).reshape(residual.shape[1], -1)  # rows first
+        coef_grad = (by_row.T @ self.X).reshape(coef.shape)
         coef_grad += penalty[:, None, None] * coef
         grad = torch.cat([coef_grad.flatten(1), residual.sum(dim=1)], dim=1)
         return value, grad

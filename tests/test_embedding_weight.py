@@ -4,11 +4,11 @@
 from types import SimpleNamespace
 
 import numpy as np
-from scipy.special import expit
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.model_selection import StratifiedKFold
 
