@@ -6,8 +6,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
+from ._budget import resolve_max_epochs
 from ._categorical import TableInputMixin, expand_groups
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
@@ -87,6 +89,7 @@ class BasePretextEncoder(
         **NETWORK_CONSTRAINTS,
         "passthrough": ["boolean"],
         **TRAINING_CONSTRAINTS,
+        "max_epochs": [*TRAINING_CONSTRAINTS["max_epochs"], StrOptions({"auto"})],
     }
 
     def _network_skeleton(self):
@@ -131,13 +134,14 @@ class BasePretextEncoder(
             X_val = check_validation_features(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
+        max_epochs = resolve_max_epochs(self.max_epochs, len(train_rows), self.batch_size)
         result = train_net(
             PretextNet,
             module,
             criterion,
             train_rows,
             valid_rows,
-            TrainingSettings.of(self),
+            replace(TrainingSettings.of(self), max_epochs=max_epochs),
             device=device,
             seed=data_seed,
             monitor="valid_loss",
