@@ -16,7 +16,9 @@ pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` convert
 and sparse input. The graph does not check its input as ``predict`` does: where
 ``predict`` refuses a value (infinity), the graph computes with it. NaN is read as
 ``predict`` reads it, by an estimator fitted with missing values or without.
-``to_onnx`` runs the graph on the sample rows and refuses an export that differs
+scikit-learn's ``QuantileTransformer`` converts with a converter of its own
+(``_quantile_graph.py``), registered in place of skl2onnx's, which maps tied values
+elsewhere. ``to_onnx`` runs the graph on the sample rows and refuses an export that differs
 from the fitted model, naming the first step whose converter does not reproduce it
 (``parity_tolerance``). Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript,
 skl2onnx.
@@ -31,6 +33,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
+from ._quantile_graph import QuantileMap
 from ._scaling import MAX_DEVIATION
 
 #: The first ONNX opset of torch's exporter.
@@ -82,16 +85,22 @@ def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     """The ONNX ``ModelProto`` of :func:`serving_module`, with one input ``X``
     (rows x ``n_features_in_``, of ``dtype``) and the output ``Y`` (a
     classifier's: the logits ``L`` and the probabilities ``Y``)."""
+    outputs = ["L", "Y"] if _kind(estimator) == "classifier" else ["Y"]
+    return _export_module(serving_module(estimator), estimator.n_features_in_, dtype, opset,
+                          outputs)
+
+
+def _export_module(module, n_features, dtype, opset, output_names):
+    """The ONNX ``ModelProto`` of the torch ``module`` of rows x ``n_features`` of ``dtype``
+    (input ``X``, any number of rows), its outputs named ``output_names``."""
     if opset < MIN_OPSET:
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
-    module = serving_module(estimator)
-    sample = torch.from_numpy(np.zeros((2, estimator.n_features_in_), dtype=dtype))
+    sample = torch.from_numpy(np.zeros((2, n_features), dtype=dtype))
     rows = torch.export.Dim("rows")
     program = torch.onnx.export(
         module, (sample,), dynamo=True, dynamic_shapes=({0: rows},), input_names=["X"],
-        output_names=["L", "Y"] if _kind(estimator) == "classifier" else ["Y"],
-        opset_version=opset, optimize=True, verbose=False,
+        output_names=output_names, opset_version=opset, optimize=True, verbose=False,
     )
     return program.model_proto
 
@@ -141,15 +150,14 @@ def _shape_calculator(operator):
         operator.outputs[0].type = tensor([rows, len(estimator.get_feature_names_out())])
 
 
-def _converter(scope, operator, container):
-    from onnx import TensorProto, helper, numpy_helper
+def _splice(scope, operator, container, graph, to):
+    """Add the nodes and initializers of ``graph`` (a torch export with input ``X``)
+    to ``container``, ``X`` being the operator's inputs cast to ``to`` and
+    concatenated; returns the function that renames the graph's names (its
+    outputs') as they are in ``container``."""
+    from onnx import helper, numpy_helper
 
-    estimator = operator.raw_operator
-    double = _double_input(operator)
-    graph = export_graph(estimator, np.float64 if double else np.float32,
-                         container.target_opset).graph
     prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
-    to = TensorProto.DOUBLE if double else TensorProto.FLOAT
     # the rows as one tensor of the graph's type: a DataFrame gives skl2onnx one input
     # per column, integer columns included
     columns = []
@@ -180,6 +188,19 @@ def _converter(scope, operator, container):
                            [renamed(o) for o in node.output], op_domain=node.domain,
                            name=scope.get_unique_operator_name(f"{prefix}{node.op_type}"),
                            **attributes)
+    return renamed
+
+
+def _converter(scope, operator, container):
+    from onnx import TensorProto
+
+    estimator = operator.raw_operator
+    double = _double_input(operator)
+    graph = export_graph(estimator, np.float64 if double else np.float32,
+                         container.target_opset).graph
+    to = TensorProto.DOUBLE if double else TensorProto.FLOAT
+    renamed = _splice(scope, operator, container, graph, to)
+    prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
     result = renamed("Y")
     outputs = [o.full_name for o in operator.outputs]
     kind = _kind(estimator)
@@ -211,12 +232,42 @@ def _converter(scope, operator, container):
                        name=scope.get_unique_operator_name(f"{prefix}Cast"))
 
 
+def _same_shape(operator):
+    """A step that maps its rows to as many columns of the same type."""
+    variable = operator.inputs[0]
+    operator.outputs[0].type = variable.type.__class__(
+        [variable.get_first_dimension(), variable.type.shape[1]])
+
+
+def _quantile_converter(scope, operator, container):
+    """scikit-learn's ``QuantileTransformer`` as :class:`~._quantile_graph.QuantileMap`
+    computes it (skl2onnx's own converter maps tied values elsewhere and has no
+    normal output)."""
+    from onnx import TensorProto
+
+    transformer = operator.raw_operator
+    double = _double_input(operator)
+    graph = _export_module(QuantileMap(transformer).eval(), transformer.n_features_in_,
+                           np.float64 if double else np.float32, container.target_opset,
+                           ["Y"]).graph
+    renamed = _splice(scope, operator, container, graph,
+                      TensorProto.DOUBLE if double else TensorProto.FLOAT)
+    container.add_node("Identity", [renamed("Y")], [operator.outputs[0].full_name],
+                       name=scope.get_unique_operator_name(f"{operator.full_name}_Identity"))
+
+
 def register_onnx_converters():
     """Register skl2onnx converters for every estimator of the library, so that
-    ``skl2onnx.to_onnx`` converts them inside any ``Pipeline``. Idempotent."""
+    ``skl2onnx.to_onnx`` converts them inside any ``Pipeline``, and for scikit-learn's
+    ``QuantileTransformer`` in place of skl2onnx's (:func:`_quantile_converter`).
+    Idempotent."""
     from skl2onnx import update_registered_converter
+    from sklearn.preprocessing import QuantileTransformer
 
     from ._persistence import _LOADABLE
+
+    update_registered_converter(QuantileTransformer, "SklearnQuantileTransformer",
+                                _same_shape, _quantile_converter)
 
     for name, cls in _LOADABLE.items():
         if name == "FrozenEstimator":

@@ -327,18 +327,39 @@ def test_a_step_whose_converter_is_wrong_is_refused_by_name(digits):
     assert not np.allclose(proba, pipeline.predict_proba(X), atol=1e-3)
 
 
-def test_skl2onnx_s_quantile_transformer_is_refused_where_it_is_wrong(digits):
-    """skl2onnx's QuantileTransformer converter maps digits' constant pixels (0 at
-    every fit row) to 1 where scikit-learn gives 0: exported alone, it is refused by
-    name. The issue's pipeline behind it exports and matches all the same: the
-    encoder reads a column constant at fit as 0 whatever its value."""
+@pytest.mark.parametrize("distribution", ["uniform", "normal"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_quantile_transformer_maps_as_scikit_learn_maps(distribution, dtype, digits):
+    """Tied values (most pixels are 0), columns constant at fit, NaN and values beyond
+    the fitted range: skl2onnx's own converter put digits' constant pixels at 1 where
+    scikit-learn gives 0, and had no normal output (issue #57)."""
+    X = digits[0].astype(dtype)
+    X[::9, 20] = np.nan  # NaN is ignored at fit and kept by transform
+    quantiles = _fit(QuantileTransformer(n_quantiles=100, output_distribution=distribution), X)
+    rng = np.random.default_rng(0)
+    rows = np.r_[X, X + rng.normal(size=X.shape), 3 * X - 20, X[:1] * np.nan].astype(dtype)
+    (mapped,) = _run(to_onnx(quantiles, X), rows)
+    expected = quantiles.transform(rows)
+    assert mapped.dtype == dtype
+    np.testing.assert_array_equal(np.isnan(mapped), np.isnan(expected))
+    np.testing.assert_allclose(mapped, expected, rtol=ATOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "normal"])
+def test_the_pipeline_of_the_design_card_exports_whole(distribution, digits):
+    """ColumnTransformer(OneHotEncoder, QuantileTransformer), then the encoder and a
+    logistic regression, on a table of tied numeric values."""
     X, y = digits
-    quantiles = _fit(QuantileTransformer(n_quantiles=100), X)
-    with pytest.raises(ValueError, match="first at the step 'QuantileTransformer'"):
-        to_onnx(quantiles, X)
-    pipeline = _fit(make_pipeline(QuantileTransformer(n_quantiles=100),
-                                  QMatchEncoder(**tiny_encoder_params()),
-                                  LogisticRegression(max_iter=1000)), X, y)
-    labels, proba = _run(to_onnx(pipeline, X), X)
-    np.testing.assert_allclose(proba, pipeline.predict_proba(X), rtol=ATOL, atol=ATOL)
-    np.testing.assert_array_equal(labels, pipeline.predict(X))
+    frame = pd.DataFrame(X[:, 16:32], columns=[f"pixel_{i}" for i in range(16)])
+    frame["shade"] = np.where(X[:, 36] > 8, "dark", "light").astype(object)
+    pipeline = make_pipeline(
+        ColumnTransformer([
+            ("categories", OneHotEncoder(handle_unknown="ignore"), ["shade"]),
+            ("numbers", QuantileTransformer(n_quantiles=100, output_distribution=distribution),
+             list(frame.columns[:16])),
+        ]),
+        QMatchEncoder(**tiny_encoder_params()), LogisticRegression(max_iter=1000))
+    _fit(pipeline, frame, y)
+    labels, proba = _run(to_onnx(pipeline, frame), frame)
+    np.testing.assert_allclose(proba, pipeline.predict_proba(frame), rtol=ATOL, atol=ATOL)
+    np.testing.assert_array_equal(labels, pipeline.predict(frame))
