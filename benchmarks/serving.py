@@ -12,7 +12,12 @@ training quality does not matter here), then
   for ONNX Runtime), each
   called ``--calls`` times after a warm-up, p50 and p99 of the wall time per call;
 * **throughput**: the same loops on ``--rows`` rows at once (best of ``--repeats``),
-  rows per second.
+  rows per second;
+* **the one call on a raw table** (issue #57): ``QMatchClassifier`` (the same encoder,
+  ``passthrough=True``) fitted on the same rows as a DataFrame whose wilderness and
+  soil one-hot columns are two string columns, 10% of them labeled, served as a
+  DataFrame in scikit-learn and in ONNX Runtime (one input per column), the same
+  one-row and throughput loops.
 
 The ONNX session and torch use ``--threads`` intra-op threads, as scikit-learn's
 BLAS does (threadpoolctl). The ONNX Runtime probabilities are compared with
@@ -28,13 +33,14 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from qmatch_sklearn import QMatchEncoder, __version__, to_onnx
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, __version__, to_onnx
 from qmatch_sklearn.datasets import load_covtype
 
 from ._harness import cpu_model
@@ -42,6 +48,15 @@ from ._harness import cpu_model
 RESULTS = Path(__file__).parent / "results"
 #: Rows per call of the chunked torch loop (as the library's own inference).
 CHUNK = 1024
+
+
+def raw_table(X):
+    """Cover Type's rows as a raw table: its 10 numeric columns, and its wilderness
+    (4) and soil (40) one-hot columns as two string columns."""
+    frame = pd.DataFrame(X[:, :10], columns=[f"numeric_{j}" for j in range(10)])
+    frame["wilderness"] = np.char.add("area_", X[:, 10:14].argmax(axis=1).astype(str))
+    frame["soil"] = np.char.add("soil_", X[:, 14:54].argmax(axis=1).astype(str))
+    return frame.astype({"wilderness": object, "soil": object})
 
 
 def timed_calls(call, calls):
@@ -83,13 +98,26 @@ def main(argv=None):
         pipeline = make_pipeline(StandardScaler(),
                                  QMatchEncoder(max_epochs=1, random_state=0, device="cpu"),
                                  LogisticRegression(max_iter=200)).fit(X, y)
+        frame = raw_table(X)
+        labels = np.where(np.arange(len(y)) % 10 == 0, y, -1)
+        classifier = QMatchClassifier(
+            QMatchEncoder(max_epochs=1, passthrough=True, random_state=0, device="cpu"),
+            random_state=0, device="cpu").fit(frame, labels)
+    frame_serve = raw_table(X_serve)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(to_onnx(pipeline, X).SerializeToString(), options,
                                            providers=["CPUExecutionProvider"])
+    raw_session = onnxruntime.InferenceSession(
+        to_onnx(classifier, frame).SerializeToString(), options,
+        providers=["CPUExecutionProvider"])
     network = pipeline[1].network_
     one = X_serve[:1]
+
+    def raw_feeds(rows):
+        return {i.name: rows[[column]].to_numpy()
+                for i, column in zip(raw_session.get_inputs(), rows.columns, strict=True)}
 
     def sklearn_call(rows):
         return pipeline.predict_proba(rows)
@@ -110,11 +138,19 @@ def main(argv=None):
             return np.concatenate([network(torch.from_numpy(rows[i:i + CHUNK])).numpy()
                                    for i in range(0, len(rows), CHUNK)])
 
+    def raw_sklearn_call(rows):
+        return classifier.predict_proba(frame_serve.iloc[:len(rows)])
+
+    def raw_onnx_call(rows):
+        return raw_session.run(None, raw_feeds(frame_serve.iloc[:len(rows)]))[1]
+
     loops = {"scikit-learn pipeline (`predict_proba`)": sklearn_call,
              "ONNX Runtime, the pipeline's ONNX file": onnx_call,
              f"ONNX Runtime, {CHUNK:,}-row chunks": onnx_chunks,
              "bare torch forward of the encoder network": torch_call,
-             f"bare torch forward, {CHUNK:,}-row chunks": torch_chunks}
+             f"bare torch forward, {CHUNK:,}-row chunks": torch_chunks,
+             "raw table: `QMatchClassifier.predict_proba` on a DataFrame": raw_sklearn_call,
+             "raw table: ONNX Runtime, one input per column": raw_onnx_call}
     lines = [
         "# Serving speed: scikit-learn, ONNX Runtime and a bare torch forward",
         "",
@@ -140,7 +176,8 @@ def main(argv=None):
             lines.append(f"| {name} | {1e3 * p50:.3f} | {1e3 * p99:.3f} | {rate:,.0f} |")
             print(lines[-1], flush=True)
         difference = np.abs(onnx_call(X_serve) - sklearn_call(X_serve)).max()
-    (sk, ort_, ort_chunks, bare, chunks) = results.values()
+        raw_difference = np.abs(raw_onnx_call(X_serve) - raw_sklearn_call(X_serve)).max()
+    (sk, ort_, ort_chunks, bare, chunks, raw_sk, raw_ort) = results.values()
     lines += [
         "",
         f"- ONNX Runtime / scikit-learn, one row p50: {ort_[0] / sk[0]:.2f} "
@@ -149,6 +186,9 @@ def main(argv=None):
         f"call {ort_[2] / bare[2]:.2f}, in {CHUNK:,}-row chunks {ort_chunks[2] / chunks[2]:.2f}.",
         f"- Largest |ONNX Runtime - scikit-learn| probability over the {args.rows:,} rows: "
         f"{difference:.2e}.",
+        f"- The raw table (10 numeric and 2 string columns): ONNX Runtime / scikit-learn, one "
+        f"row p50 {raw_ort[0] / raw_sk[0]:.2f}, throughput {raw_ort[2] / raw_sk[2]:.2f}; "
+        f"largest probability difference {raw_difference:.2e}.",
     ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "serving.md").write_text("\n".join(lines) + "\n")

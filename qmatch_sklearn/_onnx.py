@@ -10,10 +10,9 @@ What converts: every encoder (``transform``, with ``passthrough`` and the missin
 values layer: NaN in, the same output), ``QMatchClassifier`` and
 ``SupervisedMLPClassifier`` (label and probabilities, the closed-form head's trees
 included), ``QMatchRegressor`` and ``SupervisedMLPRegressor``; float32 or float64
-rows of numeric columns. What does not: native categorical columns (the ONNX input
-is one numeric tensor: encode them upstream, with a ``OneHotEncoder`` in the
-pipeline, or pass the table through skl2onnx's own ``ColumnTransformer`` converter),
-and sparse input. The graph does not check its input as ``predict`` does: where
+rows of numeric columns, and native categorical columns (string or numeric inputs,
+one-hot encoded in the graph as ``predict`` encodes them). What does not: sparse
+input. The graph does not check its input as ``predict`` does: where
 ``predict`` refuses a value (infinity), the graph computes with it. NaN is read as
 ``predict`` reads it, by an estimator fitted with missing values or without.
 scikit-learn's ``QuantileTransformer`` converts with a converter of its own
@@ -33,6 +32,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
+from ._categorical import input_starts
 from ._quantile_graph import QuantileMap
 from ._scaling import MAX_DEVIATION
 
@@ -40,29 +40,35 @@ from ._scaling import MAX_DEVIATION
 MIN_OPSET = 18
 
 
-def _refuse_native_categories(estimator):
-    if getattr(estimator, "is_categorical_", None) is not None:
-        raise ValueError(
-            f"{type(estimator).__name__} was fitted with native categorical columns, which "
-            "an ONNX graph of one numeric tensor cannot take. Encode them upstream (a "
-            "OneHotEncoder in a ColumnTransformer before the estimator) to export."
-        )
+def _network_input_map(estimator):
+    """``(center, scale)`` of the numeric map over the network's input columns:
+    each numeric column's where it lands, 0 and 1 (the identity) over a
+    categorical column's one-hot block."""
+    n_features = estimator.n_features_in_
+    fitted = getattr(estimator, "center_", None) is not None
+    center = estimator.center_ if fitted else np.zeros(n_features)
+    scale = estimator.scale_ if fitted else np.ones(n_features)
+    mask = getattr(estimator, "is_categorical_", None)
+    if mask is None:
+        return center, scale
+    starts = input_starts(estimator._input_widths())
+    full_center, full_scale = np.zeros(estimator._n_inputs()), np.ones(estimator._n_inputs())
+    full_center[starts[~mask]], full_scale[starts[~mask]] = center[~mask], scale[~mask]
+    return full_center, full_scale
 
 
 def serving_module(estimator):
     """The fitted ``estimator``'s ``transform``, ``predict_proba`` or ``predict`` as
-    one torch module on the CPU (see ``_serving.py``); raises a ValueError for what
-    an ONNX graph of one numeric tensor cannot take."""
+    one torch module on the CPU (see ``_serving.py``) of the network's input
+    columns (a categorical column's one-hot block in its place, which the
+    converter builds: :func:`_network_rows`)."""
     from ._head import _head_input
 
     check_is_fitted(estimator)
-    _refuse_native_categories(estimator)
-    center = getattr(estimator, "center_", None)
-    n_features = estimator.n_features_in_
-    scaled = _serving.Scaled(np.zeros(n_features) if center is None else center,
-                             np.ones(n_features) if center is None else estimator.scale_,
-                             fills_missing=not estimator._fitted_with_missing(),
-                             bound=None if center is None else MAX_DEVIATION)
+    center, scale = _network_input_map(estimator)
+    scaled = _serving.Scaled(center, scale, fills_missing=not estimator._fitted_with_missing(),
+                             bound=None if getattr(estimator, "center_", None) is None
+                             else MAX_DEVIATION)
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":
@@ -83,10 +89,10 @@ def serving_module(estimator):
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     """The ONNX ``ModelProto`` of :func:`serving_module`, with one input ``X``
-    (rows x ``n_features_in_``, of ``dtype``) and the output ``Y`` (a
+    (rows x the network's input columns, of ``dtype``) and the output ``Y`` (a
     classifier's: the logits ``L`` and the probabilities ``Y``)."""
     outputs = ["L", "Y"] if _kind(estimator) == "classifier" else ["Y"]
-    return _export_module(serving_module(estimator), estimator.n_features_in_, dtype, opset,
+    return _export_module(serving_module(estimator), estimator._n_inputs(), dtype, opset,
                           outputs)
 
 
@@ -150,28 +156,83 @@ def _shape_calculator(operator):
         operator.outputs[0].type = tensor([rows, len(estimator.get_feature_names_out())])
 
 
+def _node(scope, container, prefix, op_type, inputs, **attributes):
+    """Add one node to ``container``; the name of its (one) output."""
+    output = scope.get_unique_variable_name(f"{prefix}{op_type.lower()}")
+    container.add_node(op_type, inputs, [output],
+                       name=scope.get_unique_operator_name(f"{prefix}{op_type}"), **attributes)
+    return output
+
+
+def _network_rows(scope, operator, container, to, prefix):
+    """The rows as one tensor of type ``to``, as the network reads them before the
+    numeric map: a DataFrame gives skl2onnx one input per column (integer and
+    string columns included), an array one input ``X``; a categorical column of
+    the estimator (``is_categorical_``) becomes its one-hot block, a missing or
+    unseen category a block of zeros, as ``predict`` encodes it. The name of the
+    tensor."""
+    from onnx import TensorProto
+
+    estimator = operator.raw_operator
+    mask = getattr(estimator, "is_categorical_", None)
+    inputs = [variable.full_name for variable in operator.inputs]
+    if mask is not None and len(inputs) == 1 and len(mask) > 1:  # one array: its columns
+        inputs = [
+            _node(scope, container, prefix, "Gather",
+                  [inputs[0], _constant(scope, container, prefix, TensorProto.INT64, [1], [j])],
+                  axis=1)
+            for j in range(len(mask))
+        ]
+    columns = []
+    for j, column in enumerate(inputs):
+        if mask is not None and mask[j]:
+            column = _one_hot(scope, container, prefix, column, operator.inputs[
+                j if len(operator.inputs) > 1 else 0], estimator.categories_[
+                    int(np.sum(mask[:j]))])
+        columns.append(_node(scope, container, prefix, "Cast", [column], to=to))
+    if len(columns) == 1:
+        return columns[0]
+    return _node(scope, container, prefix, "Concat", columns, axis=1)
+
+
+def _constant(scope, container, prefix, data_type, shape, values):
+    name = scope.get_unique_variable_name(f"{prefix}constant")
+    container.add_initializer(name, data_type, shape, values)
+    return name
+
+
+def _one_hot(scope, container, prefix, column, variable, categories):
+    """The one-hot block (rows x categories, booleans) of the column ``column``: a
+    string column through ONNX-ML's ``LabelEncoder`` to its category's index
+    (-1: missing or unseen), a numeric one compared with the categories."""
+    from onnx import TensorProto
+    from skl2onnx.common.data_types import StringTensorType
+
+    indices = np.arange(len(categories))
+    if isinstance(variable.type, StringTensorType):
+        codes = scope.get_unique_variable_name(f"{prefix}codes")
+        container.add_node("LabelEncoder", [column], [codes], op_domain="ai.onnx.ml",
+                           op_version=2, keys_strings=[str(c) for c in categories],
+                           values_int64s=indices.tolist(), default_int64=-1,
+                           name=scope.get_unique_operator_name(f"{prefix}LabelEncoder"))
+        reference = _constant(scope, container, prefix, TensorProto.INT64,
+                              [1, len(categories)], indices.tolist())
+        return _node(scope, container, prefix, "Equal", [codes, reference])
+    values = _node(scope, container, prefix, "Cast", [column], to=TensorProto.DOUBLE)
+    reference = _constant(scope, container, prefix, TensorProto.DOUBLE, [1, len(categories)],
+                          np.asarray(categories, dtype=np.float64).tolist())
+    return _node(scope, container, prefix, "Equal", [values, reference])
+
+
 def _splice(scope, operator, container, graph, to):
     """Add the nodes and initializers of ``graph`` (a torch export with input ``X``)
-    to ``container``, ``X`` being the operator's inputs cast to ``to`` and
-    concatenated; returns the function that renames the graph's names (its
-    outputs') as they are in ``container``."""
+    to ``container``, ``X`` being the operator's rows (:func:`_network_rows`);
+    returns the function that renames the graph's names (its outputs') as they
+    are in ``container``."""
     from onnx import helper, numpy_helper
 
     prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
-    # the rows as one tensor of the graph's type: a DataFrame gives skl2onnx one input
-    # per column, integer columns included
-    columns = []
-    for variable in operator.inputs:
-        cast = scope.get_unique_variable_name(f"{prefix}input")
-        container.add_node("Cast", [variable.full_name], [cast], to=to,
-                           name=scope.get_unique_operator_name(f"{prefix}CastInput"))
-        columns.append(cast)
-    rows = columns[0]
-    if len(columns) > 1:
-        rows = scope.get_unique_variable_name(f"{prefix}rows")
-        container.add_node("Concat", columns, [rows], axis=1,
-                           name=scope.get_unique_operator_name(f"{prefix}Concat"))
-    names = {"X": rows}
+    names = {"X": _network_rows(scope, operator, container, to, prefix)}
 
     def renamed(name):
         if not name:  # an omitted optional input
@@ -303,12 +364,14 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     Parameters
     ----------
     model : estimator or Pipeline
-        Fitted; the library's estimators fitted without native categorical columns.
+        Fitted.
     X : ndarray or DataFrame of shape (n_samples, n_features)
         Sample rows: their type, width and column names give the graph's
         inputs, and the graph is checked on them. A DataFrame with string
         column names gives the graph one input per column (its columns must be
-        those the model was fitted on, in their order); any other sample, one
+        those the model was fitted on, in their order): numbers, or strings
+        for a string, object or category column (feed a missing category as
+        any string that is not a category, e.g. ""); any other sample, one
         input ``X``.
     parity_tolerance : float or None, default=1e-4
         The exported graph is run in ONNX Runtime on the sample rows (at most
@@ -332,8 +395,6 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
 
     check_is_fitted(model)
     steps = [step for _, step in model.steps] if hasattr(model, "steps") else [model]
-    for step in steps:
-        _refuse_native_categories(step)
     if issparse(X):
         raise ValueError(
             "to_onnx needs dense sample rows: the exported graph reads a dense tensor "
@@ -362,7 +423,7 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     sample = X.iloc[:PARITY_ROWS] if isinstance(X, pd.DataFrame) else np.asarray(X)[:PARITY_ROWS]
     if isinstance(sample, pd.DataFrame) and not all(isinstance(c, str) for c in sample.columns):
         sample = sample.to_numpy()  # names that are not strings name no graph input: one X
-    onnx_model = skl2onnx.to_onnx(model, sample[:1], **options)
+    onnx_model = skl2onnx.to_onnx(model, _as_graph_inputs(sample[:1]), **options)
     if parity_tolerance is not None:
         _check_parity(model, onnx_model, sample, parity_tolerance)
     return onnx_model
@@ -399,12 +460,30 @@ def _session(onnx_model):
                                         providers=["CPUExecutionProvider"])
 
 
+def _as_graph_inputs(rows):
+    """``rows`` as the graph reads them: a DataFrame's non-numeric columns as
+    strings, a missing value as "" (no category, as ``predict`` reads a missing
+    one)."""
+    if not isinstance(rows, pd.DataFrame):
+        return rows
+    rows = rows.copy()
+    for column in rows.columns:
+        if not pd.api.types.is_numeric_dtype(rows[column]):
+            values = rows[column].astype(object)
+            rows[column] = values.where(values.notna(), "").map(str).astype(object)
+    return rows
+
+
 def _graph_outputs(session, rows):
     """What the ONNX Runtime ``session`` computes for ``rows`` (fed as ``to_onnx``'s
     sample was)."""
     inputs = session.get_inputs()
     if isinstance(rows, pd.DataFrame):
-        feeds = {i.name: rows[[i.name]].to_numpy() for i in inputs}
+        rows = _as_graph_inputs(rows)
+        # in the columns' order: skl2onnx names an input after its column, made a valid
+        # name ("mean radius" becomes "mean_radius")
+        feeds = {i.name: rows[[column]].to_numpy()
+                 for i, column in zip(inputs, rows.columns, strict=True)}
     else:
         feeds = {inputs[0].name: rows}
     return session.run(None, feeds)
@@ -450,7 +529,7 @@ def _check_parity(model, onnx_model, sample, tolerance):
     culprit = steps[-1]
     for end in range(1, len(steps)):  # the first prefix whose graph disagrees
         prefix = Pipeline(steps[:end])
-        session = _session(skl2onnx.to_onnx(prefix, sample[:1]))
+        session = _session(skl2onnx.to_onnx(prefix, _as_graph_inputs(sample[:1])))
         if max(_disagreement(prefix, session, r) for r in rows) > tolerance:
             culprit = steps[end - 1]
             break

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.compose import ColumnTransformer
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, QuantileTransformer, StandardScaler
@@ -222,15 +222,66 @@ def test_zipmap_gives_the_probabilities_as_skl2onnx_s_dicts(digits):
     assert len(dicts) == 2 and set(dicts[0]) == set(clf.classes_)
 
 
-def test_native_categorical_columns_are_refused_by_name(wine_with_nan):
-    X, _, y = wine_with_nan
-    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
-    frame["kind"] = pd.Categorical(np.where(X[:, 9] > 5, "deep", "pale"))
-    y_semi = np.where(np.arange(len(y)) % 4 == 0, y, -1)  # too few labels for trees: faster
+def test_the_one_call_on_a_raw_table_exports_and_runs_without_our_code(tmp_path):
+    """The README's first example (issue #57): breast cancer with a string column,
+    and here NaN in a numeric one, ``QMatchClassifier().fit(df, y_semi)``; the graph
+    takes one input per column (strings for the string column), runs in a process
+    where torch and qmatch_sklearn cannot be imported and matches within 1e-5, an
+    unseen category and a missing one ("") read as ``predict`` reads them."""
+    df, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    df["size"] = np.where(df["mean area"] > 700, "large", "small")
+    df.loc[::13, "mean texture"] = np.nan
+    y_semi = np.where(np.arange(len(y)) % 10 == 0, y, -1)
     clf = _fit(QMatchClassifier(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
-                                random_state=0, device="cpu"), frame, y_semi)
-    with pytest.raises(ValueError, match=r"native categorical columns.*OneHotEncoder"):
-        to_onnx(clf, frame.iloc[:, :3].to_numpy())
+                                random_state=0, device="cpu"), df, y_semi)
+    model = to_onnx(clf, df)
+    served = df.copy()
+    served.loc[::4, "size"] = "medium"  # unseen at fit
+    served.loc[1::4, "size"] = ""  # missing
+    expected = clf.predict_proba(served.replace({"size": {"": np.nan}}))
+    path, rows = tmp_path / "model.onnx", tmp_path / "rows.pkl"
+    path.write_bytes(model.SerializeToString())
+    served.to_pickle(rows)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["qmatch_sklearn"] = sys.modules["torch"] = None  # importing either fails
+        import numpy as np, onnxruntime as ort, pandas as pd
+        session = ort.InferenceSession({str(path)!r}, providers=["CPUExecutionProvider"])
+        rows = pd.read_pickle({str(rows)!r})
+        feeds = {{i.name: rows[[c]].to_numpy() for i, c in zip(session.get_inputs(), rows)}}
+        np.save(sys.argv[1], session.run(None, feeds)[1])
+    """)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "proba.npy")], check=True)
+    proba = np.load(tmp_path / "proba.npy")
+    np.testing.assert_allclose(proba, expected, rtol=ATOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("kind", ["category", "integer codes"])
+def test_categorical_columns_of_every_kind_are_one_hot_encoded_in_the_graph(kind, wine_with_nan):
+    """A pandas category column (fed as strings), and integer codes in an array
+    declared categorical by position (``categorical_features=[3]``), the encoder's
+    transform as the graph's output."""
+    X, _, y = wine_with_nan
+    codes = (X[:, 9] > 5).astype(int) + (X[:, 9] > 8)
+    if kind == "category":
+        rows = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
+        rows["kind"] = pd.Categorical(np.array(["pale", "deep", "dark"])[codes])
+        encoder = QMatchEncoder(**tiny_encoder_params(passthrough=True))
+    else:
+        rows = np.c_[X[:, :3], codes]
+        encoder = QMatchEncoder(**tiny_encoder_params(passthrough=True),
+                                categorical_features=[3])
+    _fit(encoder, rows)
+    graph_rows = rows.astype({"kind": str}) if kind == "category" else rows
+    session = ort.InferenceSession(to_onnx(encoder, rows).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    if kind == "category":
+        feeds = {i.name: graph_rows[[c]].to_numpy()
+                 for i, c in zip(session.get_inputs(), graph_rows, strict=True)}
+    else:
+        feeds = {session.get_inputs()[0].name: rows}
+    (embedded,) = session.run(None, feeds)
+    np.testing.assert_allclose(embedded, encoder.transform(rows), rtol=ATOL, atol=ATOL)
 
 
 def test_what_the_export_cannot_take_is_refused_before_it_starts(digits):
@@ -274,17 +325,20 @@ def test_an_exported_file_runs_without_our_code(digits, tmp_path):
     assert out == [str(label) for label in clf.predict(X[:5])]
 
 
-def test_the_serving_benchmark_measures_all_three_loops(shared_data, tmp_path):
+def test_the_serving_benchmark_measures_every_loop(shared_data, tmp_path):
     from benchmarks import serving
 
     serving.main(["--data-home", str(shared_data), "--calls", "5", "--rows", "500",
                   "--repeats", "1", "--threads", "1", "--out", str(tmp_path)])
     report = (tmp_path / "serving.md").read_text()
     for loop in ("scikit-learn pipeline", "ONNX Runtime, the", "ONNX Runtime, 1,024",
-                 "bare torch forward of", "bare torch forward, 1,024"):
+                 "bare torch forward of", "bare torch forward, 1,024",
+                 "raw table: `QMatchClassifier", "raw table: ONNX Runtime"):
         assert f"| {loop}" in report
     difference = float(report.split("probability over the 500 rows: ")[1].split(".\n")[0])
     assert difference < ATOL
+    raw = float(report.split("largest probability difference ")[1].split(".\n")[0])
+    assert raw < ATOL
 
 
 class Doubler(TransformerMixin, BaseEstimator):
