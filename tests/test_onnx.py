@@ -261,7 +261,7 @@ def test_categorical_columns_of_every_kind_are_one_hot_encoded_in_the_graph(kind
     """A pandas category column (fed as strings), and integer codes in an array
     declared categorical by position (``categorical_features=[3]``), the encoder's
     transform as the graph's output."""
-    X, _, y = wine_with_nan
+    X = wine_with_nan[0]
     codes = (X[:, 9] > 5).astype(int) + (X[:, 9] > 8)
     if kind == "category":
         rows = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
