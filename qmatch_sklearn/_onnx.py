@@ -331,7 +331,7 @@ def register_onnx_converters():
                                 _same_shape, _quantile_converter)
 
     for name, cls in _LOADABLE.items():
-        if name == "FrozenEstimator":
+        if name == "FrozenEstimator":  # to_onnx converts the estimator it wraps
             continue
         # skl2onnx's ZipMap step reads "nocl" too (class names as keys or not)
         options = ({"zipmap": [True, False, "columns"], "nocl": [False, True]}
@@ -394,7 +394,6 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     import skl2onnx
 
     check_is_fitted(model)
-    steps = [step for _, step in model.steps] if hasattr(model, "steps") else [model]
     if issparse(X):
         raise ValueError(
             "to_onnx needs dense sample rows: the exported graph reads a dense tensor "
@@ -416,14 +415,16 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
             f"was fitted on, in their order: {list(names)}. Pass X[{list(names)}]."
         )
     register_onnx_converters()
+    converted = _unfrozen(model)
+    last = converted.steps[-1][1] if hasattr(converted, "steps") else converted
     if hasattr(model, "predict_proba"):
         given = options.get("options") or {}
-        if id(steps[-1]) not in given and type(steps[-1]) not in given:
-            options["options"] = {id(steps[-1]): {"zipmap": False}, **given}
+        if id(last) not in given and type(last) not in given:
+            options["options"] = {id(last): {"zipmap": False}, **given}
     sample = X.iloc[:PARITY_ROWS] if isinstance(X, pd.DataFrame) else np.asarray(X)[:PARITY_ROWS]
     if isinstance(sample, pd.DataFrame) and not all(isinstance(c, str) for c in sample.columns):
         sample = sample.to_numpy()  # names that are not strings name no graph input: one X
-    onnx_model = skl2onnx.to_onnx(model, _as_graph_inputs(sample[:1]), **options)
+    onnx_model = skl2onnx.to_onnx(converted, _as_graph_inputs(sample[:1]), **options)
     if parity_tolerance is not None:
         _check_parity(model, onnx_model, sample, parity_tolerance)
     return onnx_model
@@ -458,6 +459,20 @@ def _session(onnx_model):
 
     return onnxruntime.InferenceSession(onnx_model.SerializeToString(),
                                         providers=["CPUExecutionProvider"])
+
+
+def _unfrozen(model):
+    """``model`` with every ``FrozenEstimator`` (the model itself, or a step of a
+    ``Pipeline``) replaced by the fitted estimator it wraps, which predicts the
+    same and which skl2onnx converts (it has no converter for the wrapper)."""
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(model, FrozenEstimator):
+        return _unfrozen(model.estimator)
+    if isinstance(model, Pipeline):
+        return Pipeline([(name, _unfrozen(step)) for name, step in model.steps])
+    return model
 
 
 def _as_graph_inputs(rows):
@@ -529,7 +544,7 @@ def _check_parity(model, onnx_model, sample, tolerance):
     culprit = steps[-1]
     for end in range(1, len(steps)):  # the first prefix whose graph disagrees
         prefix = Pipeline(steps[:end])
-        session = _session(skl2onnx.to_onnx(prefix, _as_graph_inputs(sample[:1])))
+        session = _session(skl2onnx.to_onnx(_unfrozen(prefix), _as_graph_inputs(sample[:1])))
         if max(_disagreement(prefix, session, r) for r in rows) > tolerance:
             culprit = steps[end - 1]
             break

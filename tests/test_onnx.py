@@ -284,6 +284,23 @@ def test_categorical_columns_of_every_kind_are_one_hot_encoded_in_the_graph(kind
     np.testing.assert_allclose(embedded, encoder.transform(rows), rtol=ATOL, atol=ATOL)
 
 
+def test_frozen_estimators_export_as_the_estimators_they_wrap(digits):
+    """A FrozenEstimator step (the encoder fitted once, reused in a pipeline), a
+    classifier on a frozen encoder, and a frozen classifier alone (issue #57)."""
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = digits[0][:400], digits[1][:400]
+    encoder = _fit(QMatchEncoder(**tiny_encoder_params()), X)
+    pipeline = _fit(make_pipeline(FrozenEstimator(encoder), LogisticRegression(max_iter=1000)),
+                    X, y)
+    classifier = _fit(QMatchClassifier(FrozenEstimator(encoder), random_state=0, device="cpu"),
+                      X, np.where(np.arange(len(y)) % 5 == 0, y, -1))
+    for model in (pipeline, classifier, FrozenEstimator(classifier)):
+        labels, proba = _run(to_onnx(model, X), X)
+        np.testing.assert_allclose(proba, model.predict_proba(X), rtol=ATOL, atol=ATOL)
+        np.testing.assert_array_equal(labels, model.predict(X))
+
+
 def test_what_the_export_cannot_take_is_refused_before_it_starts(digits):
     """A sample of another width (the graph was built for it, and failed in ONNX
     Runtime), a sparse sample (an IndexError) and an unfitted classifier (an
