@@ -225,7 +225,7 @@ class BasePretextEncoder(
             init_generator = torch.Generator().manual_seed(init_seed)
             module, criterion = self._build_pretext(X.shape[1], init_generator, missing)
         if groups is not None:
-            module.corruption_groups = torch.from_numpy(groups)
+            module.set_corruption_groups(groups)
         center_input(module, X, missing)
         return X, missing, module, criterion, device, seeds
 

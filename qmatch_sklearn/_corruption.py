@@ -2,7 +2,7 @@
 
 Every method that corrupts rows goes through :func:`corrupt`, with the kind
 chosen by the estimators' ``corruption_type`` parameter. A kind is one
-function ``(x, p, generator, groups) -> (x_tilde, mask)`` registered in
+function ``(x, p, generator, groups, n_groups) -> (x_tilde, mask)`` registered in
 :data:`CORRUPTIONS`: adding one there makes it available to every method at
 once.
 
@@ -10,7 +10,9 @@ once.
 in 0..G-1: a group is corrupted as one unit (one draw per row and group), e.g.
 the one-hot columns of one categorical feature, so that a corrupted row still
 has exactly one category on. None makes every column its own group, and then
-the draws are exactly those of the per-column definitions.
+the draws are exactly those of the per-column definitions. ``n_groups``, G as
+a Python int, spares reading it from ``groups`` on the device (a host sync in
+every corrupted view of a training step); the pretext modules pass it.
 """
 
 import torch
@@ -21,11 +23,13 @@ def _per_group(draws, groups):
     return draws if groups is None else draws[:, groups]
 
 
-def _n_groups(x, groups):
-    return x.shape[1] if groups is None else int(groups.max()) + 1
+def _n_groups(x, groups, n_groups):
+    if groups is None:
+        return x.shape[1]
+    return int(groups.max()) + 1 if n_groups is None else n_groups
 
 
-def vime_corruption(x, p, generator=None, groups=None):
+def vime_corruption(x, p, generator=None, groups=None, n_groups=None):
     """Corrupt each entry (each group of ``groups``) of ``x`` with probability ``p``.
 
     Implements x~ = m * x_bar + (1 - m) * x with m_ij ~ Bernoulli(p) i.i.d. and
@@ -44,6 +48,8 @@ def vime_corruption(x, p, generator=None, groups=None):
     generator : torch.Generator on ``x.device``, optional
     groups : LongTensor of shape (n_features,), optional
         Each column's group id in 0..G-1.
+    n_groups : int, optional
+        G, when the caller knows it (see the module).
 
     Returns
     -------
@@ -52,7 +58,7 @@ def vime_corruption(x, p, generator=None, groups=None):
     """
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
-    n, g = len(x), _n_groups(x, groups)
+    n, g = len(x), _n_groups(x, groups, n_groups)
     mask = _per_group(torch.rand(n, g, device=x.device, generator=generator) < p, groups)
     # argsort of i.i.d. uniforms gives an independent permutation per column (group)
     perm = torch.rand(n, g, device=x.device, generator=generator).argsort(dim=0)
@@ -60,14 +66,15 @@ def vime_corruption(x, p, generator=None, groups=None):
     return torch.where(mask, x_bar, x), mask
 
 
-def zero_corruption(x, p, generator=None, groups=None):
+def zero_corruption(x, p, generator=None, groups=None, n_groups=None):
     """TabNet's masking: each entry (each group of ``groups``) is set to 0 with probability ``p``.
 
     Returns ``(x_tilde, mask)`` like :func:`vime_corruption`.
     """
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
-    draws = torch.rand(len(x), _n_groups(x, groups), device=x.device, generator=generator)
+    draws = torch.rand(len(x), _n_groups(x, groups, n_groups), device=x.device,
+                       generator=generator)
     mask = _per_group(draws < p, groups)
     return x.masked_fill(mask, 0.0), mask
 
@@ -76,7 +83,7 @@ def zero_corruption(x, p, generator=None, groups=None):
 CORRUPTIONS = {"vime": vime_corruption, "zero": zero_corruption}
 
 
-def corrupt(kind, x, p, generator=None, groups=None):
+def corrupt(kind, x, p, generator=None, groups=None, n_groups=None):
     """Corrupt each entry (group) of ``x`` with probability ``p`` in the way ``kind`` names.
 
     Parameters
@@ -88,10 +95,12 @@ def corrupt(kind, x, p, generator=None, groups=None):
     generator : torch.Generator on ``x.device``, optional
     groups : LongTensor of shape (n_features,), optional
         Each column's group id in 0..G-1 (see the module docstring).
+    n_groups : int, optional
+        G, when the caller knows it (see the module docstring).
 
     Returns
     -------
     x_tilde : Tensor, same shape as ``x``
     mask : Tensor of bool, True where an entry was corrupted
     """
-    return CORRUPTIONS[kind](x, p, generator, groups)
+    return CORRUPTIONS[kind](x, p, generator, groups, n_groups)

@@ -29,7 +29,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
 from skorch.callbacks import Callback
-from skorch.dataset import unpack_data
+from skorch.dataset import get_len, unpack_data
 from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
@@ -268,6 +268,29 @@ class _TabularNetMixin:
         if self.scaler_ is not None:
             self.scaler_.update()
         return None
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        """skorch's epoch, except that each batch's loss stays on the device until
+        the epoch ends and is then read with the others at once: one host sync an
+        epoch instead of one a batch (skorch reads ``loss.item()`` after every
+        step, which stalls a GPU's queue). The history holds the same numbers;
+        every callback that reads them runs at the epoch's end."""
+        if iterator is None:
+            return
+        losses = []
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            losses.append(step["loss"].detach())
+            self.history.record_batch(f"{prefix}_batch_size",
+                                      get_len(batch[0] if isinstance(batch, tuple | list)
+                                              else batch))
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+        if losses:
+            rows = self.history[-1]["batches"][-len(losses):]
+            for row, loss in zip(rows, torch.stack(losses).tolist(), strict=True):
+                row[f"{prefix}_loss"] = loss
+        self.history.record(f"{prefix}_batch_count", len(losses))
 
     def kept_network(self):
         """The part of ``module_`` the estimator keeps after training, which

@@ -111,9 +111,9 @@ def test_every_corrupting_method_takes_its_kind_from_corruption_type(name, monke
     """The kind is a parameter of every method that corrupts, and goes through the registry."""
     calls = []
 
-    def spy(x, p, generator=None, groups=None):
+    def spy(x, p, generator=None, groups=None, n_groups=None):
         calls.append(p)
-        return _corruption.zero_corruption(x, p, generator, groups)
+        return _corruption.zero_corruption(x, p, generator, groups, n_groups)
 
     monkeypatch.setitem(_corruption.CORRUPTIONS, "zero", spy)
     estimator = METHODS[name](**tiny_method_params(name, corruption_type="zero"))

@@ -11,11 +11,11 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, _engine
+from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, _engine
 from qmatch_sklearn._engine import FineTuneNet, PretextNet, fits_on_device
 from qmatch_sklearn.methods import qmatch
 
-from .conftest import tiny_encoder_params
+from .conftest import tiny_encoder_params, tiny_method_params
 
 N_ROWS, BATCH = 300, 64
 STEPS_PER_EPOCH = 5  # ceil(300 / 64), no validation split
@@ -235,3 +235,45 @@ def test_adamw_steps_with_the_fused_kernel_where_torch_has_one(X, monkeypatch):
     Z = fused.transform(X)
     difference = np.abs(Z - looped.transform(X))
     assert difference.mean() < 2e-3 * np.abs(Z).mean() and difference.max() < 1e-2
+
+
+class _HostSyncSentinel(torch.utils._python_dispatch.TorchDispatchMode):
+    """Raises on the ops that read a device tensor back to the host (issue #58)."""
+
+    SYNCS = (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in self.SYNCS:
+            raise AssertionError(f"{func} reads the device back inside a training step")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
+    """Every method's epoch (per batch: corruption with feature groups, forwards,
+    loss, backward, AdamW, EMA, queue) under a sentinel that raises on a host read
+    (issue #58); the losses are read once, after the last batch (a list on the CPU,
+    which dispatches no scalar read), and the history holds them per batch as
+    ``loss.item()`` gave them."""
+    steps = []
+    train_step, run_single_epoch = PretextNet.train_step, PretextNet.run_single_epoch
+
+    def recorded_step(self, batch, **fit_params):
+        step = train_step(self, batch, **fit_params)
+        steps.append(step["loss"].detach().clone())
+        return step
+
+    def guarded_epoch(self, *args, **kwargs):
+        with _HostSyncSentinel():
+            return run_single_epoch(self, *args, **kwargs)
+
+    monkeypatch.setattr(PretextNet, "train_step", recorded_step)
+    monkeypatch.setattr(PretextNet, "run_single_epoch", guarded_epoch)
+    X = np.random.default_rng(0).normal(size=(300, 6)).astype(np.float32)
+    groups = {} if name == "imix" else {"feature_groups": [[0, 1], [2, 3]]}
+    estimator = METHODS[name](**tiny_method_params(name, max_epochs=2,
+                                                   validation_fraction=None, **groups))
+    estimator.fit(X)
+    assert len(steps) == 2 * 5  # 300 rows in batches of 64, twice
+    recorded = [batch["train_loss"] for epoch in estimator.history_ for batch in epoch["batches"]]
+    assert recorded == [loss.item() for loss in steps]

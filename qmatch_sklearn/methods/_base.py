@@ -37,10 +37,19 @@ class PretextModule(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.register_buffer("corruption_groups", None, persistent=False)
+        self.n_corruption_groups = None
+
+    def set_corruption_groups(self, groups):
+        """Corrupt the columns by ``groups`` (each column's group id, an int
+        array), whose count is kept as a Python int: the training step never
+        reads it back from the device."""
+        self.corruption_groups = torch.from_numpy(groups)
+        self.n_corruption_groups = int(groups.max()) + 1
 
     def corrupt(self, x, p, generator):
         """``x`` corrupted with probability ``p`` (see :func:`~.._corruption.corrupt`)."""
-        return corrupt(self.corruption_type, x, p, generator, self.corruption_groups)
+        return corrupt(self.corruption_type, x, p, generator, self.corruption_groups,
+                       self.n_corruption_groups)
 
     def forward(self, x, generator):  # pragma: no cover - abstract
         raise NotImplementedError
