@@ -8,9 +8,15 @@ from torch.nn import functional as F
 class EmbeddingQueue(nn.Module):
     """A fixed-size FIFO of L2-normalised embeddings, stored as a buffer.
 
-    Row 0 is the newest entry. It starts as random unit vectors and, after
-    each optimisation step, the batch's teacher embeddings are put on top and
-    the oldest rows fall off the bottom (the Q-Match paper, Algorithm 1).
+    It starts as random unit vectors and, after each optimisation step, the
+    batch's teacher embeddings replace the oldest rows (the Q-Match paper,
+    Algorithm 1). The buffer is a ring at a fixed address, as MoCo's
+    ``_dequeue_and_enqueue`` keeps it: a push writes over the oldest rows in
+    place (a new tensor every step would rule out a captured CUDA graph), and
+    ``head`` is the row of the newest entry. The loss reads every row alike, so
+    the rows' order in the buffer does not matter; in FIFO order (newest
+    first) they are ``embeddings.roll(-head, 0)``, which holds exactly the rows
+    of a FIFO that put each batch on top and dropped the bottom.
 
     Parameters
     ----------
@@ -26,9 +32,18 @@ class EmbeddingQueue(nn.Module):
         super().__init__()
         initial = torch.randn(size, dim, generator=generator)
         self.register_buffer("embeddings", F.normalize(initial, dim=1))
+        self.head = 0
 
     @torch.no_grad()
     def push(self, batch):
-        """Put ``batch`` (rows newest-first) on top and drop the oldest rows."""
+        """Write ``batch`` (rows newest-first) over the oldest rows, in place; a
+        batch of more rows than the queue keeps its first (newest) ones."""
         size = len(self.embeddings)
-        self.embeddings = torch.cat([batch.detach(), self.embeddings])[:size]
+        batch = batch.detach()[:size]
+        self.head = (self.head - len(batch)) % size
+        end = self.head + len(batch)
+        if end <= size:
+            self.embeddings[self.head:end].copy_(batch)
+        else:  # wraps around the end of the buffer
+            self.embeddings[self.head:].copy_(batch[: size - self.head])
+            self.embeddings[: end - size].copy_(batch[size - self.head:])

@@ -113,7 +113,7 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     module.train()
     x = torch.randn(16, 4)
     outputs = module(x, torch.Generator().manual_seed(1))
-    teacher, queue = outputs.teacher, outputs.queue
+    teacher, queue = outputs.teacher, outputs.queue.clone()  # the push writes in place
     # teacher_corruption=0: the teacher saw the clean batch
     with torch.no_grad():
         expected_teacher = torch.nn.functional.normalize(module.teacher(x), dim=1)
@@ -129,8 +129,9 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     module.after_step(outputs)
     for old, new, s in zip(before, module.teacher.parameters(), student_params, strict=True):
         torch.testing.assert_close(new, 0.5 * old + 0.5 * s.detach())
-    torch.testing.assert_close(module.queue.embeddings[:16], teacher)
-    torch.testing.assert_close(module.queue.embeddings[16:], queue[: 64 - 16])
+    newest_first = module.queue.embeddings.roll(-module.queue.head, 0)
+    torch.testing.assert_close(newest_first[:16], teacher)
+    torch.testing.assert_close(newest_first[16:], queue[: 64 - 16])
 
 
 def test_errors_name_the_problem(data):

@@ -277,3 +277,39 @@ def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
     assert len(steps) == 2 * 5  # 300 rows in batches of 64, twice
     recorded = [batch["train_loss"] for epoch in estimator.history_ for batch in epoch["batches"]]
     assert recorded == [loss.item() for loss in steps]
+
+
+#: aten ops one Q-Match training step of the default network may dispatch on the CPU
+#: (issue #58; 186 with torch 2.13: forwards, loss, backward, fused AdamW, the EMA as
+#: one foreach update, the queue written in place; 194 with a Python loop of lerps
+#: and the queue rebuilt by concatenation).
+STEP_OP_BUDGET = 190
+
+
+class _OpCounter(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_q_match_step_stays_within_its_op_budget(monkeypatch):
+    counts = []
+    train_step = PretextNet.train_step
+
+    def counted(self, batch, **fit_params):
+        counter = _OpCounter()
+        with counter:
+            step = train_step(self, batch, **fit_params)
+        counts.append(counter.count)
+        return step
+
+    monkeypatch.setattr(PretextNet, "train_step", counted)
+    X = np.random.default_rng(0).normal(size=(1536, 20)).astype(np.float32)
+    QMatchEncoder(max_epochs=1, validation_fraction=None, random_state=0,
+                  device="cpu").fit(X)
+    # the first step also builds AdamW's state
+    assert len(counts) == 3 and max(counts[1:]) <= STEP_OP_BUDGET, counts

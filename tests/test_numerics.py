@@ -65,21 +65,42 @@ def test_loss_is_minimal_when_student_matches_teacher_at_equal_temperature():
     assert same < other  # H(p, q) >= H(p, p), with equality iff q == p
 
 
+def _fifo(queue):
+    """The queue's rows newest first (its buffer is a ring whose newest row is ``head``)."""
+    return queue.embeddings.roll(-queue.head, 0)
+
+
 def test_queue_starts_as_unit_vectors_and_is_newest_first_fifo():
     queue = EmbeddingQueue(5, 3, generator=torch.Generator().manual_seed(0))
     np.testing.assert_allclose(queue.embeddings.norm(dim=1).numpy(), 1.0, rtol=1e-6)
     old = queue.embeddings.clone()
+    address = queue.embeddings.data_ptr()
     first = torch.arange(6.0).reshape(2, 3)
     queue.push(first)
-    torch.testing.assert_close(queue.embeddings, torch.cat([first, old[:3]]))
+    torch.testing.assert_close(_fifo(queue), torch.cat([first, old[:3]]))
     second = torch.arange(6.0, 15.0).reshape(3, 3)
     queue.push(second)
     # newest batch on top, then the previous batch, then the oldest survivors
-    torch.testing.assert_close(queue.embeddings, torch.cat([second, first]))
+    torch.testing.assert_close(_fifo(queue), torch.cat([second, first]))
     # a batch larger than the queue keeps its first rows
     third = torch.arange(18.0).reshape(6, 3)
     queue.push(third)
-    torch.testing.assert_close(queue.embeddings, third[:5])
+    torch.testing.assert_close(_fifo(queue), third[:5])
+    assert queue.embeddings.data_ptr() == address  # written in place: a fixed address
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 9), batches=st.lists(st.integers(1, 12), min_size=1, max_size=8))
+def test_the_ring_holds_what_a_fifo_of_concatenations_holds(size, batches):
+    queue = EmbeddingQueue(size, 2, generator=torch.Generator().manual_seed(0))
+    reference = queue.embeddings.clone()
+    start = 0.0
+    for n in batches:
+        batch = torch.arange(start, start + 2 * n).reshape(n, 2)
+        start += 2 * n
+        queue.push(batch)
+        reference = torch.cat([batch, reference])[:size]
+        torch.testing.assert_close(_fifo(queue), reference)
 
 
 def test_queue_push_does_not_track_gradients():
