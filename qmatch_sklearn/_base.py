@@ -13,6 +13,7 @@ from ._budget import resolve_max_epochs
 from ._categorical import TableInputMixin, expand_groups
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
+from ._distributed import current_group
 from ._engine import (
     PretextNet,
     TrainingSettings,
@@ -134,7 +135,9 @@ class BasePretextEncoder(
             X_val = check_validation_features(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
-        max_epochs = resolve_max_epochs(self.max_epochs, len(train_rows), self.batch_size)
+        group = current_group()  # under data-parallel training, each process's share
+        n_rows = len(train_rows) if group is None else -(-len(train_rows) // group.world_size)
+        max_epochs = resolve_max_epochs(self.max_epochs, n_rows, self.batch_size)
         result = train_net(
             PretextNet,
             module,

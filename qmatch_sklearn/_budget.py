@@ -6,15 +6,16 @@ judge, pretraining beyond 10 epochs bought little on the tables of several thous
 rows and more (MNIST aside), which 10 epochs already give hundreds to thousands of
 steps, while the tables of one to two thousand rows, which 10 epochs give a few dozen
 steps, lost accuracy (the development log has the numbers). "auto" therefore trains
-for at least ``PRETRAINING_STEPS`` optimizer steps, counted in epochs over the
-training rows and kept within ``[MIN_EPOCHS, MAX_EPOCHS]``: 100 epochs on small
-tables, where they cost seconds, 10 on large ones. An explicit ``max_epochs`` (the
-paper's budget is 100) is used as given.
+for the epochs over the training rows that make ``PRETRAINING_STEPS`` optimizer
+steps, kept within ``[MIN_EPOCHS, MAX_EPOCHS]``: 100 epochs (fewer steps) on tables
+of under 1,500 rows, where they cost seconds, 10 (more steps) from about 15,000.
+Under data-parallel training a process steps over its share of the rows. An
+explicit ``max_epochs`` (the paper's budget is 100) is used as given.
 """
 
 import math
 
-#: Optimizer steps "auto" trains for at least: what 100 epochs give the judge's
+#: Optimizer steps "auto" aims at: what 100 epochs give the judge's
 #: digits table (1,257 rows of 64 pixels, batches of 512), the smallest table on
 #: which fewer epochs lost accuracy.
 PRETRAINING_STEPS = 300
@@ -23,9 +24,9 @@ MIN_EPOCHS, MAX_EPOCHS = 10, 100
 
 
 def resolve_max_epochs(max_epochs, n_rows, batch_size):
-    """``max_epochs``, or for "auto" the epochs over ``n_rows`` training rows in
-    batches of ``batch_size`` that reach ``PRETRAINING_STEPS`` steps, clipped to
-    ``[MIN_EPOCHS, MAX_EPOCHS]``."""
+    """``max_epochs``, or for "auto" the epochs over ``n_rows`` training rows (a
+    process's share) in batches of ``batch_size`` that reach ``PRETRAINING_STEPS``
+    steps, clipped to ``[MIN_EPOCHS, MAX_EPOCHS]``."""
     if max_epochs != "auto":
         return max_epochs
     steps_per_epoch = math.ceil(n_rows / batch_size)

@@ -293,11 +293,14 @@ def _converter(scope, operator, container):
                        name=scope.get_unique_operator_name(f"{prefix}Cast"))
 
 
-def _same_shape(operator):
-    """A step that maps its rows to as many columns of the same type."""
-    variable = operator.inputs[0]
-    operator.outputs[0].type = variable.type.__class__(
-        [variable.get_first_dimension(), variable.type.shape[1]])
+def _quantile_shape(operator):
+    """A ``QuantileTransformer``'s output: one column per fitted column, float32
+    where every input is float32, float64 otherwise (as its graph computes)."""
+    from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+
+    tensor = DoubleTensorType if _double_input(operator) else FloatTensorType
+    operator.outputs[0].type = tensor([operator.inputs[0].get_first_dimension(),
+                                       operator.raw_operator.quantiles_.shape[1]])
 
 
 def _quantile_converter(scope, operator, container):
@@ -328,7 +331,7 @@ def register_onnx_converters():
     from ._persistence import _LOADABLE
 
     update_registered_converter(QuantileTransformer, "SklearnQuantileTransformer",
-                                _same_shape, _quantile_converter)
+                                _quantile_shape, _quantile_converter)
 
     for name, cls in _LOADABLE.items():
         if name == "FrozenEstimator":  # to_onnx converts the estimator it wraps
@@ -371,8 +374,8 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
         column names gives the graph one input per column (its columns must be
         those the model was fitted on, in their order): numbers, or strings
         for a string, object or category column (feed a missing category as
-        any string that is not a category, e.g. ""); any other sample, one
-        input ``X``.
+        any string that is not one of the column's categories); any other
+        sample, one input ``X``.
     parity_tolerance : float or None, default=1e-4
         The exported graph is run in ONNX Runtime on the sample rows (at most
         256) and on copies of them with their numeric columns moved a little,
@@ -475,17 +478,22 @@ def _unfrozen(model):
     return model
 
 
+#: The string ``to_onnx``'s check feeds the graph for a missing category: no
+#: category of any column (a string column can hold "", which a user might feed).
+MISSING_CATEGORY = "\x00missing"
+
+
 def _as_graph_inputs(rows):
     """``rows`` as the graph reads them: a DataFrame's non-numeric columns as
-    strings, a missing value as "" (no category, as ``predict`` reads a missing
-    one)."""
+    strings, a missing value as :data:`MISSING_CATEGORY` (no category, as
+    ``predict`` reads a missing one)."""
     if not isinstance(rows, pd.DataFrame):
         return rows
     rows = rows.copy()
     for column in rows.columns:
         if not pd.api.types.is_numeric_dtype(rows[column]):
             values = rows[column].astype(object)
-            rows[column] = values.where(values.notna(), "").map(str).astype(object)
+            rows[column] = values.where(values.notna(), MISSING_CATEGORY).map(str).astype(object)
     return rows
 
 

@@ -256,6 +256,18 @@ def test_the_one_call_on_a_raw_table_exports_and_runs_without_our_code(tmp_path)
     np.testing.assert_allclose(proba, expected, rtol=ATOL, atol=ATOL)
 
 
+def test_a_missing_category_is_not_the_empty_string_category(wine_with_nan):
+    """A column whose categories include "" and whose sample has NaN: the check
+    feeds the graph a missing category as no category, as predict reads NaN."""
+    X = wine_with_nan[0]
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])
+    frame["kind"] = np.where(X[:, 9] > 5, "", "pale").astype(object)
+    frame.loc[::9, "kind"] = np.nan
+    encoder = _fit(QMatchEncoder(**tiny_encoder_params(), categorical_features=["kind"]), frame)
+    assert "" in list(encoder.categories_[0])
+    to_onnx(encoder, frame, parity_tolerance=ATOL)  # refused if NaN were read as ""
+
+
 @pytest.mark.parametrize("kind", ["category", "integer codes"])
 def test_categorical_columns_of_every_kind_are_one_hot_encoded_in_the_graph(kind, wine_with_nan):
     """A pandas category column (fed as strings), and integer codes in an array
@@ -414,6 +426,21 @@ def test_the_quantile_transformer_maps_as_scikit_learn_maps(distribution, dtype,
     assert mapped.dtype == dtype
     np.testing.assert_array_equal(np.isnan(mapped), np.isnan(expected))
     np.testing.assert_allclose(mapped, expected, rtol=ATOL, atol=ATOL)
+
+
+def test_the_quantile_transformer_of_integers_or_of_a_frame_declares_its_output():
+    """Integer rows map to float64 (the graph computes in float64), a frame's one
+    input per column to one output of all its columns."""
+    X = np.random.default_rng(0).integers(0, 255, (300, 3))
+    quantiles = _fit(QuantileTransformer(n_quantiles=20), X)
+    (mapped,) = _run(to_onnx(quantiles, X[:50]), X)
+    assert mapped.dtype == np.float64
+    np.testing.assert_allclose(mapped, quantiles.transform(X), rtol=ATOL, atol=ATOL)
+    frame = pd.DataFrame(X.astype(np.float32), columns=["a", "b", "c"])
+    quantiles = _fit(QuantileTransformer(n_quantiles=20), frame)
+    session = ort.InferenceSession(to_onnx(quantiles, frame).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    assert session.get_outputs()[0].shape[1] == 3
 
 
 @pytest.mark.parametrize("distribution", ["uniform", "normal"])

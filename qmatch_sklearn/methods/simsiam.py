@@ -146,9 +146,9 @@ class SimSiamEncoder(BasePretextEncoder):
     batch_size : int, default=512
         Rows per optimisation step.
     max_epochs : int or "auto", default=100
-        Upper bound on pretraining epochs. "auto" trains for at least 300
-        optimizer steps, as 10 to 100 epochs over the training rows: 100 on
-        small tables, 10 from about 15,000 rows on.
+        Upper bound on pretraining epochs. "auto" aims at 300 optimizer
+        steps within 10 to 100 epochs over the training rows: 100 on tables of
+        under 1,500 rows, 10 from about 15,000 rows on.
     patience : int, default=32
         Stop after this many epochs without a lower pretext-validation loss;
         the weights of the best epoch are restored. Training also stops when
