@@ -142,11 +142,18 @@ class BareQMatch(nn.Module):
 
     @torch.no_grad()
     def after_step(self):
-        """Teacher <- EMA of the student; the batch's teacher embeddings go on top of the queue."""
+        """Teacher <- EMA of the student (one foreach update); the batch's teacher
+        embeddings replace the queue's oldest rows, in place (a ring whose newest row
+        is ``head``)."""
         student = [*self.encoder.parameters(), *self.projector.parameters()]
-        for theta_teacher, theta_student in zip(self.teacher.parameters(), student, strict=True):
-            theta_teacher.lerp_(theta_student, 1.0 - self.params["ema_decay"])
-        self.queue = torch.cat([self.last_teacher, self.queue])[: len(self.queue)]
+        torch._foreach_lerp_(list(self.teacher.parameters()), student,
+                             1.0 - self.params["ema_decay"])
+        size = len(self.queue)
+        rows = self.last_teacher[:size]
+        self.head = (getattr(self, "head", 0) - len(rows)) % size
+        first = min(len(rows), size - self.head)
+        self.queue[self.head : self.head + first].copy_(rows[:first])
+        self.queue[: len(rows) - first].copy_(rows[first:])
 
 
 def build(estimator, n_features, seed):

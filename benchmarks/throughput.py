@@ -12,7 +12,9 @@ What is measured, in one run on the same data:
   the report checks), AdamW with the library's two parameter groups, one
   ``torch.randperm`` shuffle per epoch, contiguous slices of ``batch_size``
   rows and, per step, ``train()`` / forward and loss / ``zero_grad`` /
-  ``backward`` / ``step`` / EMA and queue update / ``loss.item()``.
+  ``backward`` / ``step`` / EMA (one foreach update) and queue update (in
+  place), the loss summed on the device and read once an epoch, as the library
+  reads it.
   No skorch, no callbacks. Its timer also covers moving the data to the device
   and building the module and optimiser, as the library's does.
 
@@ -270,7 +272,7 @@ def run_bare(X, params, epochs, float32_loss=True):
     for _ in range(epochs):
         order = torch.randperm(n, generator=generator, device=data.device)
         shuffled = data[order]
-        total, count = 0.0, 0
+        total, count = torch.zeros((), device=data.device), 0
         for begin in range(0, stop, batch_size):
             xb = shuffled[begin : begin + batch_size]
             module.train()
@@ -280,9 +282,9 @@ def run_bare(X, params, epochs, float32_loss=True):
             loss.backward()
             optimizer.step()
             module.after_step()
-            total += loss.item() * len(xb)
+            total += loss.detach().float() * len(xb)
             count += len(xb)
-        losses.append(total / count)
+        losses.append(total.item() / count)
     synchronize(device)
     seconds = time.perf_counter() - start
     return seconds, stop * epochs, losses
