@@ -54,10 +54,19 @@ def make_step(params, n_features, compiled, device):
     return step, estimator.batch_size
 
 
-def steps_per_second(step, batches):
+def synchronize(device):
+    """Wait for the device's queued work: a CUDA step returns when its kernels are
+    queued, so an unsynchronised timer times launches, not work."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def steps_per_second(step, batches, device):
+    synchronize(device)
     start = time.perf_counter()
     for batch in batches:
         step(batch)
+    synchronize(device)
     return len(batches) / (time.perf_counter() - start)
 
 
@@ -92,14 +101,16 @@ def main(argv=None):
                                    dtype=torch.float32, device=args.device)
                    for _ in range(args.steps)]
         for compiled, step in steps.items():
+            synchronize(args.device)
             start = time.perf_counter()
             for batch in batches[: args.warmup]:
                 step(batch)
+            synchronize(args.device)
             warmups[compiled] = time.perf_counter() - start
         runs = {False: [], True: []}
         for _ in range(args.repeats):
             for compiled, step in steps.items():
-                runs[compiled].append(steps_per_second(step, batches))
+                runs[compiled].append(steps_per_second(step, batches, args.device))
         eager, fast = statistics.median(runs[False]), statistics.median(runs[True])
         compile_seconds = warmups[True] - args.warmup / fast
         lines.append(f"| {name} | {eager:.1f} | {fast:.1f} | {fast / eager:.2f} | "
