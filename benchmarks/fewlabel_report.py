@@ -682,7 +682,7 @@ def write_report(csv_path, out_dir, data_home=None):
                   "this release, with its comparison against every contender (issue #31); "
                   "the configurations after it are earlier defaults and variants, newest "
                   "first, kept for their measurements (the development log, "
-                  "`docs/development_log.md`, says what each changed).", ""]
+                  "`DEVELOPMENT_LOG.md`, says what each changed).", ""]
     for config in configs:
         part = frame[frame["config"] == config]
         commits = ", ".join(dict.fromkeys(part["commit"]))
@@ -785,7 +785,7 @@ def write_report(csv_path, out_dir, data_home=None):
                   "The candidates screened outside the judge and not adopted (consistency "
                   "training as in FixMatch, the unlabeled rows' class prior by EM, boosted "
                   "members trained on pseudo-labels or bagged, averaging over the Cs, "
-                  "others) are in the development log (`docs/development_log.md`, "
+                  "others) are in the development log (`DEVELOPMENT_LOG.md`, "
                   "\"Changed\"), each with its paired numbers.", "",
                   *steps, ""]
     for heading, steps, paragraph in STEP_SECTIONS:
