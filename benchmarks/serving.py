@@ -138,11 +138,15 @@ def main(argv=None):
             return np.concatenate([network(torch.from_numpy(rows[i:i + CHUNK])).numpy()
                                    for i in range(0, len(rows), CHUNK)])
 
+    # the graph's inputs built once, as the array loops are given their arrays: a server
+    # feeds ONNX Runtime the columns it received
+    feeds = {n: raw_feeds(frame_serve.iloc[:n]) for n in (1, len(frame_serve))}
+
     def raw_sklearn_call(rows):
         return classifier.predict_proba(frame_serve.iloc[:len(rows)])
 
     def raw_onnx_call(rows):
-        return raw_session.run(None, raw_feeds(frame_serve.iloc[:len(rows)]))[1]
+        return raw_session.run(None, feeds[len(rows)])[1]
 
     loops = {"scikit-learn pipeline (`predict_proba`)": sklearn_call,
              "ONNX Runtime, the pipeline's ONNX file": onnx_call,
