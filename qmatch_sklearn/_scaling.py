@@ -63,7 +63,7 @@ import scipy.sparse as sp
 import torch
 
 from ._missing import dense_blocks, fill_and_indicate
-from ._networks import Encoder
+from ._networks import Encoder, InputScale
 
 #: The bound of every mapped value, in scales: a scale is at least the column's
 #: range over it, and rows mapped later are clipped to it.
@@ -187,37 +187,55 @@ def apply_scaling(X, center, scale):
     return out
 
 
-#: Rows per block of :func:`input_means` (a CSR block stays sparse there).
-MEAN_ROWS = 8192
+#: Rows per block of :func:`input_statistics` (a CSR block stays sparse there).
+STATISTICS_ROWS = 8192
 
 
-def input_means(X, missing=None):
-    """Mean of each column of the encoder's input: the rows ``X`` (float32,
-    dense or CSR) through the missing-values layer ``missing`` (filled, then
-    indicators), in float64."""
-    total = 0.0
-    for start in range(0, X.shape[0], MEAN_ROWS):
-        block = X[start : start + MEAN_ROWS]
+def input_statistics(X, missing=None):
+    """Per column of the encoder's input (the rows ``X``, float32, dense or CSR,
+    through the missing-values layer ``missing``: filled, then indicators), in
+    float64: its mean, and the compression at most 1 that keeps every row
+    within :attr:`~._networks.InputScale.BOUND` standard deviations of the
+    column (1 over the larger of its standard deviation and its range over the
+    bound)."""
+    total = squares = low = high = 0.0
+    for start in range(0, X.shape[0], STATISTICS_ROWS):
+        block = X[start : start + STATISTICS_ROWS]
         if missing is not None:
             block = fill_and_indicate(block, missing)
-        if sp.issparse(block):  # summed sparse: never densified
-            total = total + np.asarray(block.sum(axis=0, dtype=np.float64)).ravel()
+        if sp.issparse(block):  # never densified; min and max count implicit zeros
+            block = block.astype(np.float64)
+            block_sum = np.asarray(block.sum(axis=0)).ravel()
+            block_squares = np.asarray(block.multiply(block).sum(axis=0)).ravel()
+            block_low = block.min(axis=0).toarray().ravel()
+            block_high = block.max(axis=0).toarray().ravel()
         else:
-            total = total + np.asarray(block, dtype=np.float64).sum(axis=0)
-    return total / X.shape[0]
+            block = np.asarray(block, dtype=np.float64)
+            block_sum, block_squares = block.sum(axis=0), np.square(block).sum(axis=0)
+            block_low, block_high = block.min(axis=0), block.max(axis=0)
+        total, squares = total + block_sum, squares + block_squares
+        low = block_low if start == 0 else np.minimum(low, block_low)
+        high = block_high if start == 0 else np.maximum(high, block_high)
+    mean = total / X.shape[0]
+    std = np.sqrt(np.maximum(squares / X.shape[0] - mean**2, 0.0))
+    spread = np.maximum(std, (high - low) / InputScale.BOUND)
+    compression = np.where(spread > 1.0, 1.0 / np.where(spread > 1.0, spread, 1.0), 1.0)
+    return mean, compression
 
 
 @torch.no_grad()
 def center_input(module, X, missing=None):
-    """Set the fixed ``mean`` of the input layer of every built-in
-    :class:`~._networks.Encoder` in ``module`` (a student and its teacher copies
-    alike) to the mean of the encoder's input over the rows ``X``
-    (:func:`input_means`): sparse rows, which the map does not centre, then
-    reach the hidden layers as the same rows dense do. A network of the user's
-    own (``architecture=``) is left as it is."""
+    """Set the fixed ``mean`` and ``compression`` of the input layer of every
+    built-in :class:`~._networks.Encoder` in ``module`` (a student and its
+    teacher copies alike) from the encoder's input over the rows ``X``
+    (:func:`input_statistics`): sparse rows, which the map does not centre,
+    then reach the hidden layers as the same rows dense do, and no fit row
+    enters beyond the layer's bound. A network of the user's own
+    (``architecture=``) is left as it is."""
     layers = [m[0] for m in module.modules() if isinstance(m, Encoder)]
     if not layers:
         return
-    mean = input_means(X, missing)
+    mean, compression = input_statistics(X, missing)
     for layer in layers:
         layer.mean.copy_(torch.as_tensor(mean, dtype=layer.mean.dtype))
+        layer.compression.copy_(torch.as_tensor(compression, dtype=layer.compression.dtype))

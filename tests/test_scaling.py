@@ -17,7 +17,14 @@ from sklearn.model_selection import train_test_split
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
 from qmatch_sklearn._networks import InputScale
-from qmatch_sklearn._scaling import MAX_DEVIATION, apply_scaling, fit_scaling, mean_and_std
+from qmatch_sklearn._scaling import (
+    MAX_DEVIATION,
+    STATISTICS_ROWS,
+    apply_scaling,
+    fit_scaling,
+    input_statistics,
+    mean_and_std,
+)
 
 from .conftest import tiny_encoder_params
 
@@ -147,7 +154,7 @@ def test_a_value_in_one_row_of_1000_stays_within_the_bound_in_the_network():
     (a normalising batch norm put it at 22 standard deviations in a batch of
     512, and at thousands in eval mode), and a pixel-like column 0 in all rows
     but three, within MAX_DEVIATION; the first layer is a per-column scale of
-    them, centred."""
+    them, centred and bounded at InputScale.BOUND (the 0/1 column uncompressed)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 4))
     X[:, 0] = 0.0
@@ -162,9 +169,11 @@ def test_a_value_in_one_row_of_1000_stays_within_the_bound_in_the_network():
         if isinstance(module, InputScale):
             x = inputs[0].detach()
             seen.append((x.abs().amax(dim=0), x[:, 0]))
-            np.testing.assert_allclose(
-                output.detach(),
-                (x - module.mean) * module.weight.detach(), rtol=1e-6)
+            bounded = torch.clamp((x - module.mean) * module.compression, -InputScale.BOUND,
+                                  InputScale.BOUND)
+            np.testing.assert_allclose(output.detach(), bounded * module.weight.detach(),
+                                       rtol=1e-6)
+            assert module.compression[0] == 1.0  # the 0/1 column enters as it is
 
     hook = torch.nn.modules.module.register_module_forward_hook(record)
     try:
@@ -359,3 +368,31 @@ def test_head_names_the_head_trained_with_adamw():
     assert classifier.head_ == "fine-tuned"
     regressor = QMatchRegressor(QMatchEncoder(**tiny_encoder_params())).fit(X, y.astype(float))
     assert regressor.head_ == "ridge"
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), n_rows=st.integers(2, 300), rare=st.integers(1, 5))
+def test_the_first_layer_keeps_every_fit_row_within_its_bound(seed, n_rows, rare):
+    """Compression at most 1, every fit row within InputScale.BOUND after it, a 0/1
+    column (rare or not) left as it is, and the same statistics from CSR rows."""
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.normal(size=n_rows) * 10, np.zeros(n_rows), rng.integers(0, 2, n_rows),
+              rng.exponential(size=n_rows) ** 3].astype(np.float32)
+    X[rng.choice(n_rows, min(rare, n_rows), replace=False), 1] = 1.0
+    mean, compression = input_statistics(X)
+    assert np.all(compression <= 1.0) and np.all(compression > 0.0)
+    assert compression[1] == compression[2] == 1.0
+    bounded = (X - mean) * compression
+    assert np.abs(bounded).max() <= InputScale.BOUND * (1 + 1e-9)
+    sparse_mean, sparse_compression = input_statistics(sp.csr_matrix(X))
+    np.testing.assert_allclose(sparse_mean, mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sparse_compression, compression, rtol=1e-9)
+
+
+def test_the_statistics_of_many_blocks_are_those_of_all_rows():
+    X = np.random.default_rng(0).normal(size=(2 * STATISTICS_ROWS + 5, 3)).astype(np.float32)
+    X[-1] = 40.0  # the last block holds the extreme
+    mean, compression = input_statistics(X)
+    np.testing.assert_allclose(mean, X.astype(np.float64).mean(axis=0), rtol=1e-9, atol=1e-12)
+    spread = np.maximum(X.std(axis=0, dtype=np.float64), np.ptp(X, axis=0) / InputScale.BOUND)
+    np.testing.assert_allclose(compression, 1 / spread, rtol=1e-6)
