@@ -49,9 +49,11 @@ class InputScale(nn.Module):
     input block of ``passthrough=True`` standardised for the linear head
     beside the embedding, while the network learns better from a tighter bound
     (MNIST's rare pixels; the development log has the screen). Columns within
-    the bound (every 0/1 column among them) enter as they are. The authors' code puts a batch norm there whose
-    statistics stay at 0/1: a learnable scale and shift that never normalises
-    (Flax's ``use_running_average``). The shift is left out: the next layer
+    the bound (every 0/1 column among them) enter as they are.
+
+    The authors' code puts a batch norm there whose statistics stay at 0/1:
+    a learnable scale and shift that never normalises (Flax's
+    ``use_running_average``). The shift is left out: the next layer
     is a linear one with a bias or followed by a batch norm, so a shift changes
     nothing but adds a parameter whose gradient is rounding noise, which AdamW
     scales up to full steps. A normalising layer would undo the bound of the
