@@ -44,12 +44,14 @@ class InputScale(nn.Module):
     from the encoder's input over the fit rows (:func:`~._scaling.center_input`):
     ``mean`` its mean, so that sparse rows, which the numeric map does not
     centre, and dense ones train the same network; ``compression`` at most 1,
-    so that no fit row enters beyond ``BOUND`` of the column's standard
-    deviations: the numeric map bounds a column at 10 of them, which keeps the
-    input block of ``passthrough=True`` standardised for the linear head
-    beside the embedding, while the network learns better from a tighter bound
-    (MNIST's rare pixels; the development log has the screen). Columns within
-    the bound (every 0/1 column among them) enter as they are.
+    so that no fit row of a column of rare values (at one end of its range in
+    more than half of the rows: a pixel that is mostly dark) enters beyond
+    ``BOUND`` of the column's standard deviations. The numeric map bounds every
+    column at 10 of them, which keeps the input block of ``passthrough=True``
+    standardised for the linear head beside the embedding; the network learns
+    better from rare values bounded tighter (MNIST's pixels; the development
+    log has the screens). Other columns, and those within the bound (every 0/1
+    column among them), enter as they are.
 
     The authors' code puts a batch norm there whose statistics stay at 0/1:
     a learnable scale and shift that never normalises (Flax's

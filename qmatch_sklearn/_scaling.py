@@ -191,35 +191,57 @@ def apply_scaling(X, center, scale):
 STATISTICS_ROWS = 8192
 
 
-def input_statistics(X, missing=None):
-    """Per column of the encoder's input (the rows ``X``, float32, dense or CSR,
-    through the missing-values layer ``missing``: filled, then indicators), in
-    float64: its mean, and the compression at most 1 that keeps every row
-    within :attr:`~._networks.InputScale.BOUND` standard deviations of the
-    column (1 over the larger of its standard deviation and its range over the
-    bound)."""
-    total = squares = low = high = 0.0
+def _blocks(X, missing):
+    """The encoder's input rows in blocks of :data:`STATISTICS_ROWS` (float64; a CSR
+    block stays sparse)."""
     for start in range(0, X.shape[0], STATISTICS_ROWS):
         block = X[start : start + STATISTICS_ROWS]
         if missing is not None:
             block = fill_and_indicate(block, missing)
+        yield block.astype(np.float64) if sp.issparse(block) else np.asarray(block, np.float64)
+
+
+def _at(block, values):
+    """Rows of ``block`` equal to ``values`` (one per column), per column; a CSR
+    block's implicit zeros count where the value is 0."""
+    if not sp.issparse(block):
+        return (block == values).sum(axis=0)
+    explicit = np.bincount(block.indices[block.data == values[block.indices]],
+                           minlength=block.shape[1])
+    implicit = block.shape[0] - np.diff(block.tocsc().indptr)
+    return explicit + np.where(values == 0, implicit, 0)
+
+
+def input_statistics(X, missing=None):
+    """Per column of the encoder's input (the rows ``X``, float32, dense or CSR,
+    through the missing-values layer ``missing``: filled, then indicators), in
+    float64: its mean, and its compression. A column of rare values, at one end
+    of its range in more than half of the rows (a pixel that is mostly dark, a
+    count that is mostly 0), is compressed so that no row lies beyond
+    :attr:`~._networks.InputScale.BOUND` of its standard deviations (1 over the
+    larger of its standard deviation and its range over the bound, at most 1);
+    every other column has compression 1."""
+    total = squares = low = high = 0.0
+    for start, block in enumerate(_blocks(X, missing)):
         if sp.issparse(block):  # never densified; min and max count implicit zeros
-            block = block.astype(np.float64)
             block_sum = np.asarray(block.sum(axis=0)).ravel()
             block_squares = np.asarray(block.multiply(block).sum(axis=0)).ravel()
             block_low = block.min(axis=0).toarray().ravel()
             block_high = block.max(axis=0).toarray().ravel()
         else:
-            block = np.asarray(block, dtype=np.float64)
             block_sum, block_squares = block.sum(axis=0), np.square(block).sum(axis=0)
             block_low, block_high = block.min(axis=0), block.max(axis=0)
         total, squares = total + block_sum, squares + block_squares
         low = block_low if start == 0 else np.minimum(low, block_low)
         high = block_high if start == 0 else np.maximum(high, block_high)
+    at_low = at_high = 0
+    for block in _blocks(X, missing):
+        at_low, at_high = at_low + _at(block, low), at_high + _at(block, high)
     mean = total / X.shape[0]
     std = np.sqrt(np.maximum(squares / X.shape[0] - mean**2, 0.0))
     spread = np.maximum(std, (high - low) / InputScale.BOUND)
-    compression = np.where(spread > 1.0, 1.0 / np.where(spread > 1.0, spread, 1.0), 1.0)
+    rare = 2 * np.maximum(at_low, at_high) > X.shape[0]
+    compression = np.where(rare & (spread > 1.0), 1.0 / np.where(spread > 1.0, spread, 1.0), 1.0)
     return mean, compression
 
 
