@@ -72,9 +72,12 @@ class InputScale(nn.Module):
         self.weight = nn.Parameter(torch.ones(n_features))
         self.register_buffer("mean", torch.zeros(n_features))
         self.register_buffer("compression", torch.ones(n_features))
+        # each column's bound: BOUND for a compressed column, float32's largest (none,
+        # and finite, as a saved file's numbers must be) for the others
+        self.register_buffer("bound", torch.full((n_features,), torch.finfo(torch.float32).max))
 
     def forward(self, x):
-        bounded = torch.clamp((x - self.mean) * self.compression, -self.BOUND, self.BOUND)
+        bounded = torch.clamp((x - self.mean) * self.compression, -self.bound, self.bound)
         return bounded * self.weight
 
 

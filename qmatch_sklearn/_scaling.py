@@ -258,6 +258,8 @@ def center_input(module, X, missing=None):
     if not layers:
         return
     mean, compression = input_statistics(X, missing)
+    bound = np.where(compression < 1.0, InputScale.BOUND, np.finfo(np.float32).max)
     for layer in layers:
         layer.mean.copy_(torch.as_tensor(mean, dtype=layer.mean.dtype))
         layer.compression.copy_(torch.as_tensor(compression, dtype=layer.compression.dtype))
+        layer.bound.copy_(torch.as_tensor(bound, dtype=layer.bound.dtype))

@@ -169,8 +169,8 @@ def test_a_value_in_one_row_of_1000_stays_within_the_bound_in_the_network():
         if isinstance(module, InputScale):
             x = inputs[0].detach()
             seen.append((x.abs().amax(dim=0), x[:, 0]))
-            bounded = torch.clamp((x - module.mean) * module.compression, -InputScale.BOUND,
-                                  InputScale.BOUND)
+            bounded = torch.clamp((x - module.mean) * module.compression, -module.bound,
+                                  module.bound)
             np.testing.assert_allclose(output.detach(), bounded * module.weight.detach(),
                                        rtol=1e-6)
             assert module.compression[0] == 1.0  # the 0/1 column enters as it is
