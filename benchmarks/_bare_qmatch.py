@@ -42,16 +42,20 @@ def _blocks(n_in, widths):
 
 
 class _Scale(nn.Module):
-    """A learnable scale per input column, from 1, after a fixed centring
-    (``mean``, set by the caller)."""
+    """A learnable scale per input column, from 1, after a fixed centring,
+    compression and per-column bound (``mean``, ``compression``, ``bound``, set by
+    the caller; the defaults leave a column as it is)."""
 
     def __init__(self, n_features):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(n_features))
         self.register_buffer("mean", torch.zeros(n_features))
+        self.register_buffer("compression", torch.ones(n_features))
+        self.register_buffer("bound", torch.full((n_features,), torch.finfo(torch.float32).max))
 
     def forward(self, x):
-        return (x - self.mean) * self.weight
+        bounded = torch.clamp((x - self.mean) * self.compression, -self.bound, self.bound)
+        return bounded * self.weight
 
 
 class _Maxout(nn.Module):
