@@ -41,20 +41,23 @@ MIN_OPSET = 18
 
 
 def _network_input_map(estimator):
-    """``(center, scale)`` of the numeric map over the network's input columns:
-    each numeric column's where it lands, 0 and 1 (the identity) over a
-    categorical column's one-hot block."""
-    n_features = estimator.n_features_in_
-    fitted = getattr(estimator, "center_", None) is not None
-    center = estimator.center_ if fitted else np.zeros(n_features)
-    scale = estimator.scale_ if fitted else np.ones(n_features)
+    """``(center, scale, bound)`` of the numeric map over the network's input
+    columns: each numeric column's where it lands, 0 and 1 (the identity) over a
+    categorical column's one-hot block; the identity and no bound for an estimator
+    saved before the map existed."""
+    if getattr(estimator, "center_", None) is None:
+        width = estimator._n_inputs()
+        return np.zeros(width), np.ones(width), None
+    center, scale = estimator.center_, estimator.scale_
     mask = getattr(estimator, "is_categorical_", None)
-    if mask is None:
-        return center, scale
-    starts = input_starts(estimator._input_widths())
-    full_center, full_scale = np.zeros(estimator._n_inputs()), np.ones(estimator._n_inputs())
-    full_center[starts[~mask]], full_scale[starts[~mask]] = center[~mask], scale[~mask]
-    return full_center, full_scale
+    if mask is not None:
+        starts = input_starts(estimator._input_widths())[~mask]
+        center, scale = center[~mask], scale[~mask]
+        width = estimator._n_inputs()
+        full_center, full_scale = np.zeros(width), np.ones(width)
+        full_center[starts], full_scale[starts] = center, scale
+        center, scale = full_center, full_scale
+    return center, scale, MAX_DEVIATION
 
 
 def serving_module(estimator):
@@ -65,10 +68,9 @@ def serving_module(estimator):
     from ._head import _head_input
 
     check_is_fitted(estimator)
-    center, scale = _network_input_map(estimator)
+    center, scale, bound = _network_input_map(estimator)
     scaled = _serving.Scaled(center, scale, fills_missing=not estimator._fitted_with_missing(),
-                             bound=None if getattr(estimator, "center_", None) is None
-                             else MAX_DEVIATION)
+                             bound=bound)
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":
@@ -172,10 +174,12 @@ def _network_rows(scope, operator, container, to, prefix):
     unseen category a block of zeros, as ``predict`` encodes it. The name of the
     tensor."""
     from onnx import TensorProto
+    from skl2onnx.common.data_types import StringTensorType
 
     estimator = operator.raw_operator
     mask = getattr(estimator, "is_categorical_", None)
     inputs = [variable.full_name for variable in operator.inputs]
+    strings = [isinstance(variable.type, StringTensorType) for variable in operator.inputs]
     if mask is not None and len(inputs) == 1 and len(mask) > 1:  # one array: its columns
         inputs = [
             _node(scope, container, prefix, "Gather",
@@ -183,12 +187,12 @@ def _network_rows(scope, operator, container, to, prefix):
                   axis=1)
             for j in range(len(mask))
         ]
+        strings *= len(mask)
+    categories = iter(estimator.categories_ if mask is not None else ())
     columns = []
-    for j, column in enumerate(inputs):
+    for j, (column, is_string) in enumerate(zip(inputs, strings, strict=True)):
         if mask is not None and mask[j]:
-            column = _one_hot(scope, container, prefix, column, operator.inputs[
-                j if len(operator.inputs) > 1 else 0], estimator.categories_[
-                    int(np.sum(mask[:j]))])
+            column = _one_hot(scope, container, prefix, column, is_string, next(categories))
         columns.append(_node(scope, container, prefix, "Cast", [column], to=to))
     if len(columns) == 1:
         return columns[0]
@@ -201,15 +205,14 @@ def _constant(scope, container, prefix, data_type, shape, values):
     return name
 
 
-def _one_hot(scope, container, prefix, column, variable, categories):
+def _one_hot(scope, container, prefix, column, is_string, categories):
     """The one-hot block (rows x categories, booleans) of the column ``column``: a
     string column through ONNX-ML's ``LabelEncoder`` to its category's index
     (-1: missing or unseen), a numeric one compared with the categories."""
     from onnx import TensorProto
-    from skl2onnx.common.data_types import StringTensorType
 
     indices = np.arange(len(categories))
-    if isinstance(variable.type, StringTensorType):
+    if is_string:
         codes = scope.get_unique_variable_name(f"{prefix}codes")
         container.add_node("LabelEncoder", [column], [codes], op_domain="ai.onnx.ml",
                            op_version=2, keys_strings=[str(c) for c in categories],
