@@ -57,6 +57,10 @@ row unlabeled, and held-out test rows. Contenders, each at its defaults:
   so there ``qmatch_clf_selftrain`` is ``qmatch_clf`` and ``qmatch_clf_plain`` the ablation;
   the ``auto-v10`` rows of ``qmatch_clf_selftrain`` measured self-training alone (before the
   boosted member's new settings).
+- ``qmatch_clf_spread``: ``qmatch_clf`` with ``label_spreading=True`` (issue #54): each
+  regression of the head also gets a twin trained on labels spread over the unlabeled rows'
+  neighbour graph, weighed like the self-trained one. Same seeds, so the same encoder: the
+  pair shows where the public parameter wins or loses.
 
 Preprocessing for every contender but ``hgb`` (``make_preprocessor``): numeric columns
 median-imputed and standardised, categorical ones most-frequent-imputed and one-hot
@@ -124,7 +128,7 @@ PEERS = ("catboost", "lightgbm", "xgboost", "selftrain_lr", "selftrain_hgb")
 PREPROCESSED = ("qmatch_lr", "qmatch_clf", "qmatch_hgb")
 #: each of ours also on the raw table (``<name>_raw``), the one call a user makes on a DataFrame
 OURS = (*PREPROCESSED, *(f"{name}_raw" for name in PREPROCESSED), "qmatch_clf_quantile",
-        "qmatch_clf_selftrain", "qmatch_clf_plain")
+        "qmatch_clf_selftrain", "qmatch_clf_plain", "qmatch_clf_spread")
 CONTENDERS = (*RAW, "tabnet", *PEERS, *OURS)
 #: ``--smoke``: tiny networks and 2-3 epochs, to test the harness end to end in seconds.
 SMOKE_ENCODER = {"hidden_sizes": (16,), "embedding_dim": 8, "projection_sizes": (16, 8),
@@ -417,6 +421,8 @@ RUNNERS.update({f"{name}_raw": on_raw_table(RUNNERS[name]) for name in PREPROCES
 RUNNERS["qmatch_clf_quantile"] = on_quantile_normal(run_qmatch_clf)
 RUNNERS["qmatch_clf_selftrain"] = functools.partial(run_qmatch_clf, self_training=True)
 RUNNERS["qmatch_clf_plain"] = functools.partial(run_qmatch_clf, self_training=False)
+#: the default head plus label-spreading twins (``label_spreading=True``, off by default)
+RUNNERS["qmatch_clf_spread"] = functools.partial(run_qmatch_clf, label_spreading=True)
 _EPOCH_FIELDS = ("encoder_best_epoch", "encoder_n_epochs", "head_best_epoch", "head_n_epochs")
 
 
