@@ -32,6 +32,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from ._categorical import MAX_CATEGORIES, input_widths
 from ._networks import isolated_global_rng
 from ._precision import PRECISIONS
+from .heads._boosting import check_trees
 
 #: What a fitted estimator's ``device_`` may be: a torch device with its index.
 DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
@@ -39,12 +40,6 @@ DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
 OUTPUT_CONFIGS = ("default", "pandas", "polars")
 #: The heads a classifier or regressor can keep (``head_``).
 HEADS = ("logistic", "ridge", "linear", "fine-tuned")
-#: The arrays of a classifier's boosted member (``boosted_trees_``, see ``_boosting.py``)
-#: and their dtypes.
-TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
-               "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
-               "roots": np.int64, "output": np.int64, "baseline": np.float64}
-TREE_ARRAYS = tuple(TREE_DTYPES)
 
 
 class Refused(ValueError):
@@ -160,32 +155,11 @@ def _check_training(state, field):
 
 
 def _check_trees(state, field, n_inputs, n_classes):
-    trees = state["boosted_trees_"]
-    if trees is None:
-        return
-    _require(isinstance(trees, dict) and set(trees) == set(TREE_ARRAYS), field,
-             f"boosted_trees_ must hold the arrays {', '.join(TREE_ARRAYS)}.")
-    for name, dtype in TREE_DTYPES.items():
-        _require(isinstance(trees[name], np.ndarray) and trees[name].ndim == 1
-                 and trees[name].dtype == np.dtype(dtype), field,
-                 f"boosted_trees_[{name!r}] must be a 1-D array of {np.dtype(dtype)}.")
-    n_nodes = len(trees["feature"])
-    _require(all(len(trees[name]) == n_nodes for name in TREE_ARRAYS[:7]), field,
-             "boosted_trees_ has node arrays of different lengths.")
-    inner = ~trees["is_leaf"].astype(bool)
-    nodes = np.arange(n_nodes)
-    for name in ("left", "right"):
-        # children after their parent: a walk down a tree always ends
-        _require(np.all((trees[name][inner] > nodes[inner])
-                        & (trees[name][inner] < n_nodes)), field,
-                 f"boosted_trees_[{name!r}] must point from each inner node to a later node.")
-    _require(np.all((trees["feature"][inner] >= 0) & (trees["feature"][inner] < n_inputs)),
-             field, f"boosted_trees_['feature'] must index the {n_inputs} input columns.")
-    n_scores = 1 if n_classes == 2 else n_classes
-    _require(len(trees["baseline"]) == n_scores and len(trees["output"]) == len(trees["roots"])
-             and np.all((trees["output"] >= 0) & (trees["output"] < n_scores))
-             and np.all((trees["roots"] >= 0) & (trees["roots"] < max(n_nodes, 1))), field,
-             "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
+    if state["boosted_trees_"] is not None:
+        try:
+            check_trees(state["boosted_trees_"], n_inputs, n_classes)
+        except ValueError as error:
+            raise Refused(field, str(error)) from None
 
 
 def _check_head(state, field):

@@ -76,17 +76,8 @@ def serving_module(estimator):
     if kind == "transformer":
         # with passthrough=True, transform's [filled input, indicators, balanced embedding]
         return _serving.Transformer(scaled, _head_input(estimator, network)).eval()
-    if kind == "classifier":
-        trees = estimator.boosted_trees_
-        return _serving.Classifier(
-            scaled, network,
-            None if trees is None else _serving.Trees(trees, estimator.boosting_temperature_),
-            estimator.boosting_weight_,
-        ).eval()
-    low, high = ((estimator.target_min_, estimator.target_max_) if estimator.clip_predictions
-                 else (None, None))
-    return _serving.Regressor(scaled, network, estimator.target_mean_, estimator.target_scale_,
-                              low, high).eval()
+    module = _serving.Classifier if kind == "classifier" else _serving.Regressor
+    return module(scaled, network, estimator._prediction_head()).eval()
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):

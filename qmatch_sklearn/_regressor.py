@@ -13,61 +13,20 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin
-from sklearn.linear_model import RidgeCV
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_consistent_length
-from skorch.history import History
 
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
-from ._engine import FineTuneRegressorNet, TrainingResult
+from ._engine import FineTuneRegressorNet
 from ._head import (
     PRETRAINED_ENCODER_CONSTRAINTS,
     BaseHeadEstimator,
     PretrainedEncoderMixin,
     RandomInitMixin,
-    weigh_embedding_block,
 )
 from ._scaling import mean_and_std
 from ._validation import check_features
-
-#: The head a regressor fits in closed form (``freeze_encoder="auto"``
-#: without validation): a ridge regression on the frozen encoder, its alpha
-#: chosen among ``RIDGE_ALPHAS`` by leave-one-out cross-validation on the
-#: labeled rows. The other heads (``_head.LINEAR``, ``_head.FINE_TUNED``)
-#: train with AdamW.
-RIDGE = "ridge"
-#: The ridge penalties searched, on the standardised targets: from almost none
-#: to a head that predicts little more than the mean, half a decade apart.
-RIDGE_ALPHAS = np.logspace(-4, 4, 17)
-
-
-def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=None):
-    """Set ``head`` to a ridge regression of ``targets`` on ``embeddings``; a
-    :class:`TrainingResult` and the fitted attributes (``embedding_weight_``,
-    the weight of the embedding block).
-
-    ``targets`` (n_samples, n_outputs) are standardised; alpha, one for all
-    outputs, is chosen among ``RIDGE_ALPHAS`` by ``RidgeCV``'s efficient
-    leave-one-out cross-validation on the labeled rows. When ``embeddings``
-    end with ``n_embedding`` embedding columns beside the input features, one
-    regression is fitted for each weight of that block (alpha chosen for
-    each) and they are averaged with weights from their leave-one-out errors
-    (:func:`~._head.weigh_embedding_block`).
-    """
-    def fit(features, unlabeled):
-        model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
-            features.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
-        )
-        # the Gaussian log-likelihood per row of the leave-one-out residuals, up to a
-        # constant: -log(mean squared error) / 2 (best_score_ is minus that error)
-        mse = max(-model.best_score_, np.finfo(np.float64).tiny)
-        return [(model, -0.5 * np.log(mse))]
-
-    coef, intercept, weight, _, _ = weigh_embedding_block(fit, embeddings, n_embedding)
-    with torch.no_grad():
-        head.weight.copy_(torch.as_tensor(coef, dtype=torch.float32))
-        head.bias.copy_(torch.as_tensor(intercept, dtype=torch.float32))
-    return TrainingResult(History(), 0, 0, None), {"embedding_weight_": weight}
+from .heads import RIDGE, RegressorHead, fit_ridge_head_, run_head
 
 
 class _TargetScaling(NamedTuple):
@@ -244,11 +203,16 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             ``y`` was 1-D at fit. With ``clip_predictions``, within
             [``target_min_``, ``target_max_``].
         """
-        outputs = self._network_outputs(X).astype(np.float64)
-        y = outputs * self.target_scale_ + self.target_mean_
-        if self.clip_predictions:
-            y = np.clip(y, self.target_min_, self.target_max_)
+        y = run_head(self._prediction_head(), self._network_outputs(X))
         return y[:, 0] if self._one_dimensional_y else y
+
+    def _prediction_head(self):
+        """The fitted head's prediction module (:class:`~.heads.RegressorHead`,
+        which the ONNX export runs too): the network's outputs in the target's
+        units, clipped to the labeled range with ``clip_predictions``."""
+        low, high = ((self.target_min_, self.target_max_) if self.clip_predictions
+                     else (None, None))
+        return RegressorHead(self.target_mean_, self.target_scale_, low, high)
 
 
 class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):

@@ -1,4 +1,5 @@
-"""The boosted member of the few-label classifier head (``_boosting.py``)."""
+"""The boosted member of the few-label classifier head (``heads/_boosting.py``, its
+prediction module ``heads._prediction.Trees``)."""
 
 import os
 import pickle
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import skops.io
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import log_softmax, softmax
@@ -20,7 +22,7 @@ from qmatch_sklearn import (
     load,
     save,
 )
-from qmatch_sklearn._boosting import (
+from qmatch_sklearn.heads._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MAX_MIN_SAMPLES_LEAF,
     MIN_BOOSTING_ROWS,
@@ -30,11 +32,18 @@ from qmatch_sklearn._boosting import (
     fit_boosted_member,
     min_samples_leaf,
     stacking_weight,
-    tree_log_proba,
     tries_boosted_member,
 )
+from qmatch_sklearn.heads._prediction import Trees, tree_depth
 
 from .conftest import tiny_encoder_params
+
+
+def tree_log_proba(trees, X, temperature):
+    """The member's log class probabilities of the rows ``X`` by its prediction module."""
+    rows = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    with torch.no_grad():
+        return Trees(trees, temperature)(torch.from_numpy(rows)).numpy()
 
 
 def table(seed, n_rows=120, n_classes=2, missing=0.1, n_features=5):
@@ -320,11 +329,10 @@ def test_the_member_is_stacked_against_the_plain_heads_regressions_of_each_fold(
     scikit-learn's own ``LogisticRegressionCV`` scores and ``LogisticRegression``
     refits). The self-trained twins take no part: the same probabilities with or
     without unlabeled rows."""
-    import torch
     from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 
-    from qmatch_sklearn import _classifier
-    from qmatch_sklearn._head import EMBEDDING_WEIGHTS, pseudo_bma_weights
+    from qmatch_sklearn.heads import _logistic
+    from qmatch_sklearn.heads._averaging import EMBEDDING_WEIGHTS, pseudo_bma_weights
 
     X, y = table(5, n_rows=90, n_classes=n_classes, missing=0.0)
     rng = np.random.RandomState(5)
@@ -332,15 +340,15 @@ def test_the_member_is_stacked_against_the_plain_heads_regressions_of_each_fold(
     features = np.c_[X, rng.normal(size=(len(y), n_embedding))]
     unlabeled = np.c_[table(6, n_rows=200, n_classes=n_classes, missing=0.0)[0],
                       rng.normal(size=(200, n_embedding))]
-    seen, original_stack = [], _classifier.stacking_weight
+    seen, original_stack = [], _logistic.stacking_weight
 
     def stack(head_log_proba, *args):
         seen.append(head_log_proba)
         return original_stack(head_log_proba, *args)
 
-    monkeypatch.setattr(_classifier, "stacking_weight", stack)
+    monkeypatch.setattr(_logistic, "stacking_weight", stack)
     for rows in (unlabeled, None):
-        _, fitted = _classifier.fit_logistic_head_(
+        _, fitted = _logistic.fit_logistic_head_(
             torch.nn.Linear(features.shape[1], n_classes), features, y, 0,
             n_embedding=n_embedding, inputs=X, unlabeled=rows,
         )
@@ -369,7 +377,7 @@ def test_no_fold_chooses_the_regressions_that_predict_it():
     """A fold whose own held-out scores favour one C is predicted at the C that the
     other folds favour, by its own point of the regularisation path; two classes'
     single score is the second logit."""
-    from qmatch_sklearn._classifier import LogisticAverage, honest_out_of_fold
+    from qmatch_sklearn.heads._logistic import LogisticAverage, honest_out_of_fold
 
     rows = np.arange(8.0).reshape(4, 2)
     folds = [(np.array([2, 3]), np.array([0, 1])), (np.array([0, 1]), np.array([2, 3]))]
@@ -384,3 +392,24 @@ def test_no_fold_chooses_the_regressions_that_predict_it():
     # fold 0 (rows 0-1) at the C fold 1 favours (C 0): x0 * 100; fold 1 at C 1: x1 * 100
     np.testing.assert_allclose(logits[:, 0], 0.0)
     np.testing.assert_allclose(logits[:, 1], [0.0, 200.0, 500.0, 700.0])
+
+
+def test_the_walk_takes_as_many_steps_as_the_deepest_tree():
+    """``tree_depth`` is the most edges from a root to a leaf: 0 for a lone leaf,
+    and on fitted trees what a walk needs (one step fewer leaves a row short of
+    its leaf on the deepest tree)."""
+    leaf = {"roots": np.array([0]), "is_leaf": np.array([True]),
+            "left": np.array([0]), "right": np.array([0])}
+    assert tree_depth(leaf) == 0
+    # a root whose right child splits again: depth 2 (nodes: 0 -> 1, 2; 2 -> 3, 4)
+    chain = {"roots": np.array([0]), "is_leaf": np.array([False, True, False, True, True]),
+             "left": np.array([1, 0, 3, 0, 0]), "right": np.array([2, 0, 4, 0, 0])}
+    assert tree_depth(chain) == 2
+    X, y = table(2, n_rows=200, n_classes=3, missing=0.0)
+    trees = export_trees(boosting_model(len(y), 2).fit(X, y), np.arange(X.shape[1]))
+    module = Trees(trees, 1.0)
+    assert module.depth == 4  # BOOSTING_PARAMS' max_depth, reached on 200 rows
+    rows = torch.from_numpy(X.astype(np.float64))
+    full = module(rows)
+    module.depth -= 1
+    assert not torch.allclose(module(rows), full)

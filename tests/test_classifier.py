@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
-from qmatch_sklearn._classifier import fit_logistic_head_
+from qmatch_sklearn.heads import fit_logistic_head_
 
 from .conftest import tiny_encoder_params
 

@@ -13,9 +13,13 @@ from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.model_selection import StratifiedKFold
 
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
-from qmatch_sklearn._classifier import fit_logistic_head_
-from qmatch_sklearn._head import EMBEDDING_WEIGHTS, weigh_embedding_block
-from qmatch_sklearn._regressor import RIDGE_ALPHAS, fit_ridge_head_
+from qmatch_sklearn.heads import (
+    EMBEDDING_WEIGHTS,
+    RIDGE_ALPHAS,
+    fit_logistic_head_,
+    fit_ridge_head_,
+    weigh_embedding_block,
+)
 
 N_EMBEDDING = 32
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import _label_spreading, _self_training
-from qmatch_sklearn._label_spreading import spread_and_fit, spread_labels, spread_logistic
+from qmatch_sklearn.heads import _label_spreading, _self_training
+from qmatch_sklearn.heads._label_spreading import spread_and_fit, spread_labels, spread_logistic
 
 from .conftest import fit_tiny_classifier, record_training_rows
 

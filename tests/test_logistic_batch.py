@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn._logistic_batch import (
+from qmatch_sklearn.heads._logistic_batch import (
     LinearModel,
     _Objective,
     expand,

@@ -20,7 +20,7 @@ from qmatch_sklearn import (
     load,
     save,
 )
-from qmatch_sklearn._regressor import RIDGE_ALPHAS
+from qmatch_sklearn.heads import RIDGE_ALPHAS
 
 from .conftest import tiny_encoder_params
 

@@ -11,8 +11,8 @@ from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from qmatch_sklearn import _self_training
-from qmatch_sklearn._self_training import (
+from qmatch_sklearn.heads import _self_training
+from qmatch_sklearn.heads._self_training import (
     MAX_UNLABELED_ROWS,
     self_trained_logistic,
     unlabeled_sample,

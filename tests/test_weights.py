@@ -17,8 +17,8 @@ from qmatch_sklearn import (
     SupervisedMLPClassifier,
     SupervisedMLPRegressor,
 )
-from qmatch_sklearn._classifier import fit_logistic_head_, head_folds
 from qmatch_sklearn._engine import FineTuneNet, all_rows
+from qmatch_sklearn.heads._logistic import fit_logistic_head_, head_folds
 
 from .conftest import tiny_encoder_params
 

@@ -19,7 +19,7 @@ self-trained regression is never taken on faith: :func:`self_trained_logistic`
 repeats the whole procedure inside every cross-validation fold (the held-out
 labeled rows never label an unlabeled row) and returns its held-out
 log-likelihood, by which the head weighs it against the plain regressions
-(pseudo-Bayesian model averaging, :func:`~._head.pseudo_bma_weights`).
+(pseudo-Bayesian model averaging, :func:`~._averaging.pseudo_bma_weights`).
 """
 
 import warnings

@@ -5,7 +5,7 @@ linear head on some tables (on the few-label benchmark's diamonds table, 64% aga
 58%), and loses badly on others. The closed-form head of ``QMatchClassifier``
 therefore mixes a boosted member with its logistic regressions in the
 proportion whose out-of-fold predictions are likeliest (stacking, see
-:func:`stacking_weight` and :func:`~._classifier.fit_logistic_head_`): this
+:func:`stacking_weight` and :func:`~._logistic.fit_logistic_head_`): this
 module fits that member, weighs it and evaluates it.
 
 The member is scikit-learn's ``HistGradientBoostingClassifier`` (gradient
@@ -16,14 +16,13 @@ Guo et al., 2017, "On calibration of modern neural networks", section 4.2):
 boosting on few rows is overconfident, and an untempered member loses every
 likelihood comparison even where it classifies better. It is tried on dense
 input only: densifying a wide sparse matrix would cost what keeping it sparse
-saves. Once fitted, its trees are kept as plain arrays (:func:`export_trees`) and
-evaluated here (:func:`tree_log_proba`), so that the fitted classifier stores
-numbers only and loads without unpickling anything.
+saves. Once fitted, its trees are kept as plain arrays (:func:`export_trees`),
+evaluated by the torch module :class:`~._prediction.Trees`, so that the fitted
+classifier stores numbers only and loads without unpickling anything.
 """
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.sparse import issparse
 from scipy.special import log_softmax
 from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -42,8 +41,6 @@ MIN_BOOSTING_ROWS_PER_CLASS = 10
 MIN_BOOSTING_WEIGHT = 1e-6
 #: Bounds of the log-temperature dividing the member's log-odds.
 LOG_TEMPERATURE_BOUNDS = (np.log(0.05), np.log(20.0))
-#: Rows evaluated at once by :func:`tree_log_proba` (memory: rows x trees indices).
-ROWS_PER_BATCH = 2048
 
 
 #: Shrinkage, rounds, leaf-value penalty, depth and feature sampling of the member:
@@ -142,39 +139,44 @@ def export_trees(model, columns):
     }
 
 
-def _raw_scores(trees, X):
-    """The boosting's raw scores of the rows ``X`` (dense, or a sparse matrix
-    densified a batch at a time): baseline plus, for each tree, the value of
-    the leaf the row reaches (left when the feature is at most the threshold,
-    NaN going the way ``missing_left`` says)."""
-    n_rows = X.shape[0]
-    scores = np.tile(trees["baseline"], (n_rows, 1))
-    for start in range(0, n_rows, ROWS_PER_BATCH):
-        batch = slice(start, start + ROWS_PER_BATCH)
-        rows = X[batch].toarray() if issparse(X) else X[batch]
-        rows = np.asarray(rows, dtype=np.float64)
-        node = np.repeat(trees["roots"][:, None], len(rows), axis=1)
-        row = np.arange(len(rows))[None, :]
-        while True:
-            inner = ~trees["is_leaf"][node]
-            if not inner.any():
-                break
-            value = rows[row, trees["feature"][node]]
-            goes_left = np.where(
-                np.isnan(value), trees["missing_left"][node], value <= trees["threshold"][node]
-            )
-            child = np.where(goes_left, trees["left"][node], trees["right"][node])
-            node = np.where(inner, child, node)
-        leaf_values = trees["value"][node]
-        for column in range(scores.shape[1]):
-            scores[batch, column] += leaf_values[trees["output"] == column].sum(axis=0)
-    return scores
+#: The arrays of the member's trees as :func:`export_trees` writes them, and their dtypes.
+TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
+               "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
+               "roots": np.int64, "output": np.int64, "baseline": np.float64}
+TREE_ARRAYS = tuple(TREE_DTYPES)
 
 
-def tree_log_proba(trees, X, temperature):
-    """Log class probabilities of the boosted member: softmax of its per-class
-    log-odds divided by ``temperature``; float64, shape (n_rows, n_classes)."""
-    return log_softmax(_class_log_odds(_raw_scores(trees, X)) / temperature, axis=1)
+def check_trees(trees, n_inputs, n_classes):
+    """Raise a ValueError saying what is wrong unless ``trees`` are arrays that
+    :func:`export_trees` could have written for ``n_inputs`` input columns and
+    ``n_classes`` classes: ``load`` reads them from a file it does not trust, and
+    their prediction (:class:`~._prediction.Trees`) walks them without checks."""
+    def require(condition, message):
+        if not condition:
+            raise ValueError(message)
+
+    require(isinstance(trees, dict) and set(trees) == set(TREE_ARRAYS),
+            f"boosted_trees_ must hold the arrays {', '.join(TREE_ARRAYS)}.")
+    for name, dtype in TREE_DTYPES.items():
+        require(isinstance(trees[name], np.ndarray) and trees[name].ndim == 1
+                and trees[name].dtype == np.dtype(dtype),
+                f"boosted_trees_[{name!r}] must be a 1-D array of {np.dtype(dtype)}.")
+    n_nodes = len(trees["feature"])
+    require(all(len(trees[name]) == n_nodes for name in TREE_ARRAYS[:7]),
+            "boosted_trees_ has node arrays of different lengths.")
+    inner = ~trees["is_leaf"].astype(bool)
+    nodes = np.arange(n_nodes)
+    for name in ("left", "right"):
+        # children after their parent: a walk down a tree always ends
+        require(np.all((trees[name][inner] > nodes[inner]) & (trees[name][inner] < n_nodes)),
+                f"boosted_trees_[{name!r}] must point from each inner node to a later node.")
+    require(np.all((trees["feature"][inner] >= 0) & (trees["feature"][inner] < n_inputs)),
+            f"boosted_trees_['feature'] must index the {n_inputs} input columns.")
+    n_scores = 1 if n_classes == 2 else n_classes
+    require(len(trees["baseline"]) == n_scores and len(trees["output"]) == len(trees["roots"])
+            and np.all((trees["output"] >= 0) & (trees["output"] < n_scores))
+            and np.all((trees["roots"] >= 0) & (trees["roots"] < max(n_nodes, 1))),
+            "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
 
 
 def _mean_log_likelihood(log_proba, targets, weights):
