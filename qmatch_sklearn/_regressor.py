@@ -203,7 +203,8 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             ``y`` was 1-D at fit. With ``clip_predictions``, within
             [``target_min_``, ``target_max_``].
         """
-        y = run_head(self._prediction_head(), self._network_outputs(X))
+        outputs = self._network_outputs(X)  # checks fitting before the head is read
+        y = run_head(self._prediction_head(), outputs)
         return y[:, 0] if self._one_dimensional_y else y
 
     def _prediction_head(self):
