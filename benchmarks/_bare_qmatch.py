@@ -129,7 +129,7 @@ class BareQMatch(nn.Module):
         teacher_view = _vime(x, self.params["teacher_corruption"], generator)
         student = self.projector(self.encoder(student_view))
         with torch.no_grad():
-            self.last_teacher = F.normalize(self.teacher(teacher_view), dim=1)
+            self.last_teacher = F.normalize(self.teacher(teacher_view).float(), dim=1)
         teacher = self.last_teacher
         precision = contextlib.nullcontext()
         if float32_loss:
@@ -138,7 +138,6 @@ class BareQMatch(nn.Module):
             precision = torch.autocast(x.device.type, enabled=False)
         with precision:
             student = F.normalize(student, dim=1)
-            teacher = F.normalize(teacher, dim=1)
             targets = (teacher @ self.queue.T / self.params["teacher_temperature"]).softmax(dim=1)
             log_p = (student @ self.queue.T / self.params["student_temperature"]).log_softmax(
                 dim=1)

@@ -37,7 +37,8 @@ def fixed_tensors(*shapes):
 
 def qmatch_loss_value():
     student, teacher, queue = fixed_tensors((6, 4), (6, 4), (10, 4))
-    queue = torch.nn.functional.normalize(queue, dim=1)
+    # the module hands the loss its teacher and queue normalised
+    teacher, queue = (torch.nn.functional.normalize(t, dim=1) for t in (teacher, queue))
     loss = QMatchLoss(student_temperature=0.1, teacher_temperature=0.04)
     return loss(QMatchOutput(student, teacher, queue)).item()
 

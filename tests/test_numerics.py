@@ -39,6 +39,7 @@ def _numpy_qmatch_loss(s, t, Q, tau_s, tau_t):
 def test_loss_matches_numpy_formula(batch, queue, dim, tau_s, tau_t, seed):
     rng = np.random.default_rng(seed)
     s, t = rng.normal(size=(batch, dim)), rng.normal(size=(batch, dim))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)  # the module hands the loss t normalised
     Q = rng.normal(size=(queue, dim))
     Q /= np.linalg.norm(Q, axis=1, keepdims=True)
     expected = _numpy_qmatch_loss(s, t, Q, tau_s, tau_t)
@@ -59,7 +60,7 @@ def test_loss_gradient_flows_to_student_only():
 
 def test_loss_is_minimal_when_student_matches_teacher_at_equal_temperature():
     Q = torch.nn.functional.normalize(torch.randn(16, 4), dim=1)
-    t = torch.randn(3, 4)
+    t = torch.nn.functional.normalize(torch.randn(3, 4), dim=1)
     same = distribution_matching_loss(t, t, Q, 0.1, 0.1)
     other = distribution_matching_loss(torch.randn(3, 4), t, Q, 0.1, 0.1)
     assert same < other  # H(p, q) >= H(p, p), with equality iff q == p

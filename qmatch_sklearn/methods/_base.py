@@ -51,6 +51,11 @@ class PretextModule(nn.Module):
         return corrupt(self.corruption_type, x, p, generator, self.corruption_groups,
                        self.n_corruption_groups)
 
+    def corrupted_view(self, x, p, generator):
+        """The view of :meth:`corrupt` without its mask: ``x`` itself at ``p`` = 0
+        (a clean teacher view allocates nothing)."""
+        return x if p == 0 else self.corrupt(x, p, generator)[0]
+
     def forward(self, x, generator):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -66,7 +71,7 @@ def two_views(module, x, p, generator):
     run (an artefact of JAX tracing, see docs/baselines.md); here both views
     are drawn afresh at every step.
     """
-    return module.corrupt(x, p, generator)[0], module.corrupt(x, p, generator)[0]
+    return module.corrupted_view(x, p, generator), module.corrupted_view(x, p, generator)
 
 
 class TwoViewOutput(NamedTuple):

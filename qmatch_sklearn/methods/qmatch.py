@@ -25,14 +25,15 @@ def distribution_matching_loss(student, teacher, queue, student_temperature, tea
     """The Q-Match loss L^QM (the paper's only equation), averaged over the batch.
 
     L_i = H(p_t, p_s) = -sum_k p_t[i, k] log p_s[i, k], with
-    p_t = softmax(t Q^T / tau_t) and p_s = softmax(s Q^T / tau_s), where s and
-    t are the L2-normalised student and teacher embeddings and Q the queue.
-    Gradients flow through ``student`` only.
+    p_t = softmax(t Q^T / tau_t) and p_s = softmax(s Q^T / tau_s), where s is
+    the L2-normalised ``student`` embedding, t the ``teacher`` embedding, already
+    L2-normalised (the module normalises it once, for this loss and the queue),
+    and Q the queue. Gradients flow through ``student`` only.
     """
     s = F.normalize(student, dim=1)
-    t = F.normalize(teacher, dim=1)
     queue = queue.detach()
-    return soft_cross_entropy(t @ queue.T / teacher_temperature, s @ queue.T / student_temperature)
+    return soft_cross_entropy(teacher.detach() @ queue.T / teacher_temperature,
+                              s @ queue.T / student_temperature)
 
 
 class QMatchOutput(NamedTuple):
@@ -108,11 +109,11 @@ class QMatchModule(PretextModule):
         self.corruption_type = corruption_type
 
     def forward(self, x, generator):
-        student_view, _ = self.corrupt(x, self.student_corruption, generator)
-        teacher_view, _ = self.corrupt(x, self.teacher_corruption, generator)
+        student_view = self.corrupted_view(x, self.student_corruption, generator)
+        teacher_view = self.corrupted_view(x, self.teacher_corruption, generator)
         student = self.projector(self.encoder(student_view))
-        with torch.no_grad():
-            teacher = F.normalize(self.teacher(teacher_view), dim=1)
+        with torch.no_grad():  # normalised once, in float32 also under autocast (issue #17)
+            teacher = F.normalize(self.teacher(teacher_view).float(), dim=1)
         return QMatchOutput(student, teacher, self.queue.embeddings)
 
     def after_step(self, outputs):
