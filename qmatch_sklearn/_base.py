@@ -350,7 +350,7 @@ class BasePretextEncoder(
             return embedding_names
         self._embedding_balance()  # names only for columns transform can return
         input_names = _check_feature_names_in(self, input_features)
-        indicator_names = [f"missingindicator_{input_names[j]}" for j in self._indicators()]
+        indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
         return np.concatenate([self._input_feature_names(input_features),
                                np.asarray(indicator_names, dtype=object), embedding_names])
 

@@ -439,11 +439,6 @@ class TableInputMixin:
         )
         return X
 
-    def _indicators(self):
-        """``missing_indicators_``; a model saved before it existed indicated
-        every column of ``missing_features_``."""
-        return getattr(self, "missing_indicators_", self.missing_features_)
-
     def _indicated_inputs(self):
         """The network input columns of ``missing_indicators_`` (for loading)."""
-        return input_starts(self._input_widths())[self._indicators()]
+        return input_starts(self._input_widths())[self.missing_indicators_]

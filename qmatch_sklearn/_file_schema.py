@@ -130,12 +130,9 @@ def _check_columns(state, field):
                  f"categories_ must hold one array of 1 to {MAX_CATEGORIES} categories for "
                  "each categorical column.")
     for name in ("center_", "scale_"):
-        if state.get(name) is not None:
-            values = _array(state, name, field(name), np.float64, (n_features,), finite=True)
-            _require(name == "center_" or (values > 0).all(), field(name),
-                     f"{name} must be finite and positive.")
-    _require((state.get("center_") is None) == (state.get("scale_") is None), field("scale_"),
-             "center_ and scale_ go together.")
+        values = _array(state, name, field(name), np.float64, (n_features,), finite=True)
+        _require(name == "center_" or (values > 0).all(), field(name),
+                 f"{name} must be finite and positive.")
     for name in ("missing_features_", "missing_indicators_"):
         if name in state:
             _indices(state, name, field(name), n_features)
@@ -165,11 +162,10 @@ def _check_trees(state, field, n_inputs, n_classes):
 def _check_head(state, field):
     _flag(state, "frozen_encoder_", field("frozen_encoder_"))
     _flag(state, "_shares_encoder_network", field("_shares_encoder_network"))
-    if "head_" in state:
-        _require(state["head_"] in HEADS, field("head_"),
-                 f"head_ must be one of {HEADS}, got {state['head_']!r}.")
+    _require(state["head_"] in HEADS, field("head_"),
+             f"head_ must be one of {HEADS}, got {state['head_']!r}.")
     for name in ("embedding_weight_", "self_training_weight_", "label_spreading_weight_"):
-        if name in state:
+        if name in state:  # the last two: a classifier's
             _number(state, name, field(name), 0.0, 1.0)
     if "max_time_reached_" in state:
         _require(state["max_time_reached_"] in (None, *TIME_LIMITED_STAGES),
@@ -185,12 +181,6 @@ def _check_head(state, field):
         classes = state["classes_"]
         _require(isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 2,
                  field("classes_"), "classes_ must be an array of at least 2 classes.")
-        # a file from before the boosted member has none of its attributes
-        member = ("boosting_weight_", "boosted_trees_", "boosting_temperature_")
-        if not any(name in state for name in member):
-            return
-        _refuse_first({name for name in member if name not in state}, field,
-                      lambda name: "the boosted member's attributes go together.")
         _number(state, "boosting_weight_", field("boosting_weight_"), 0.0, 1.0)
         _number(state, "boosting_temperature_", field("boosting_temperature_"), 1e-6, 1e6)
         n_inputs = int(input_widths(state["n_features_in_"], state.get("is_categorical_"),
@@ -200,11 +190,8 @@ def _check_head(state, field):
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
         for name in ("target_mean_", "target_scale_"):
             _array(state, name, field(name), np.float64, (n_outputs,), finite=True)
-        target_range = ("target_min_", "target_max_")
-        _refuse_first({name for name in target_range if name not in state}, field,
-                      lambda name: "a fitted regressor holds target_min_ and target_max_.")
         low, high = (_array(state, name, field(name), np.float64, (n_outputs,), finite=True)
-                     for name in target_range)
+                     for name in ("target_min_", "target_max_"))
         _require(np.all(low <= high), field("target_max_"),
                  "target_max_ must be at least target_min_.")
         _flag(state, "_one_dimensional_y", field("_one_dimensional_y"))
@@ -304,8 +291,8 @@ def check_attributes(cls, params, attributes, field):
     def needs(name):
         return f"a fitted {cls.__name__} needs {name!r}."
 
-    required = {"n_features_in_", "best_epoch_", "n_epochs_", "history_", "device_",
-                "precision_"} | ({"missing_features_"} & allowed)
+    required = {"n_features_in_", "center_", "scale_", "best_epoch_", "n_epochs_", "history_",
+                "device_", "precision_"} | (_MISSING & allowed)
     _refuse_first(required - set(attributes), field, needs)
     state = {**params, **attributes}
     _check_columns(state, field)
@@ -315,8 +302,8 @@ def check_attributes(cls, params, attributes, field):
                  and set(state["_partial_params"]) <= set(params), field("_partial_params"),
                  "_partial_params must hold parameters of the estimator.")
     if "frozen_encoder_" in allowed:
-        needed = ({"frozen_encoder_", "_shares_encoder_network", "classes_", "encoder_"}
-                  | _REGRESSOR) & allowed
+        needed = ({"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_",
+                   "encoder_", "max_time_reached_"} | _CLASSIFIER | _REGRESSOR) & allowed
         _refuse_first(needed - set(attributes), field, needs)
         _check_head(state, field)
     else:

@@ -148,7 +148,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     #: The head kind fitted in closed form on the frozen embeddings.
     _closed_form_head = None
     #: Fitted attributes of the closed-form head, and their values where it does not set
-    #: them (the other heads; models saved before an attribute existed).
+    #: them (the other heads).
     _head_attributes = {"embedding_weight_": 1.0}
     #: How many labeled rows must weigh more than 0 (a regression needs two: its
     #: targets' spread, the leave-one-out error of its closed-form head).
@@ -161,13 +161,6 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
             self._encoder_skeleton(),
             torch.nn.Linear(self._embedding_dim(), self._n_network_outputs()),
         )
-
-    def __setstate__(self, state):
-        # a model fitted before one of the head's attributes existed (saved by an
-        # earlier version) gets its default: it predicts as its head did
-        if "network_" in state:
-            state = {**self._head_attributes, **state}
-        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -473,7 +466,7 @@ class PretrainedEncoderMixin:
         encoder = _unfrozen(self.encoder_)
         if not encoder.passthrough:
             return encoder.embedding_dim
-        return encoder._n_inputs() + len(encoder._indicators()) + encoder.embedding_dim
+        return encoder._n_inputs() + len(encoder.missing_indicators_) + encoder.embedding_dim
 
     def _fitted_with_missing(self):
         return len(_unfrozen(self.encoder_).missing_features_) > 0
@@ -497,18 +490,16 @@ class PretrainedEncoderMixin:
         return super()._fit_categories(X)
 
     def _fit_scaling(self, numeric, mask):
-        # a fitted, frozen encoder's network reads the columns in its own units (none:
-        # saved before they existed, its network reads them as they are)
+        # a fitted, frozen encoder's network reads the columns in its own units
         if isinstance(self.encoder, FrozenEstimator):
             fitted = self.encoder.estimator
-            center = getattr(fitted, "center_", None)
             n_features = numeric.shape[1] if mask is None else len(mask)
-            if center is not None and len(center) != n_features:
+            if len(fitted.center_) != n_features:
                 raise ValueError(
                     f"X has {n_features} features, but the encoder was fitted on "
-                    f"{len(center)} features."
+                    f"{len(fitted.center_)} features."
                 )
-            return center, getattr(fitted, "scale_", None)
+            return fitted.center_, fitted.scale_
         return super()._fit_scaling(numeric, mask)
 
 

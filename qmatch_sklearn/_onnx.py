@@ -34,20 +34,15 @@ from sklearn.utils.validation import check_is_fitted
 from . import _serving
 from ._categorical import input_starts
 from ._quantile_graph import QuantileMap
-from ._scaling import MAX_DEVIATION
 
 #: The first ONNX opset of torch's exporter.
 MIN_OPSET = 18
 
 
 def _network_input_map(estimator):
-    """``(center, scale, bound)`` of the numeric map over the network's input
-    columns: each numeric column's where it lands, 0 and 1 (the identity) over a
-    categorical column's one-hot block; the identity and no bound for an estimator
-    saved before the map existed."""
-    if getattr(estimator, "center_", None) is None:
-        width = estimator._n_inputs()
-        return np.zeros(width), np.ones(width), None
+    """``(center, scale)`` of the numeric map over the network's input columns:
+    each numeric column's where it lands, 0 and 1 (the identity) over a
+    categorical column's one-hot block."""
     center, scale = estimator.center_, estimator.scale_
     mask = getattr(estimator, "is_categorical_", None)
     if mask is not None:
@@ -57,7 +52,7 @@ def _network_input_map(estimator):
         full_center, full_scale = np.zeros(width), np.ones(width)
         full_center[starts], full_scale[starts] = center, scale
         center, scale = full_center, full_scale
-    return center, scale, MAX_DEVIATION
+    return center, scale
 
 
 def serving_module(estimator):
@@ -68,9 +63,8 @@ def serving_module(estimator):
     from ._head import _head_input
 
     check_is_fitted(estimator)
-    center, scale, bound = _network_input_map(estimator)
-    scaled = _serving.Scaled(center, scale, fills_missing=not estimator._fitted_with_missing(),
-                             bound=bound)
+    center, scale = _network_input_map(estimator)
+    scaled = _serving.Scaled(center, scale, fills_missing=not estimator._fitted_with_missing())
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":

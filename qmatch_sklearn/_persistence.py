@@ -35,11 +35,10 @@ from ._warnings import warn
 
 #: State key of the library version that wrote a pickle (or a :func:`save` file).
 VERSION_KEY = "_qmatch_sklearn_version"
-#: The safetensors header entry that marks a :func:`save` file, and its layout version
-#: (2: large numeric arrays among the attributes are tensors; version 1 files still load).
+#: The safetensors header entry that marks a :func:`save` file, and its layout version,
+#: the only one :func:`load` reads.
 FORMAT_NAME = "qmatch_sklearn"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 1
 #: Numeric attribute arrays from this many elements on are stored as tensors, not in
 #: the JSON header (e.g. a classifier's boosted trees: safetensors caps the header).
 TENSOR_MIN_SIZE = 1024
@@ -515,11 +514,11 @@ def load(path):
         _expect(isinstance(document, dict)
                 and set(document) == {"format_version", "qmatch_sklearn_version", "estimator"},
                 "", "the document holds format_version, qmatch_sklearn_version and estimator.")
-        if document["format_version"] not in READABLE_VERSIONS:
+        if document["format_version"] != FORMAT_VERSION:
             raise Refused(
                 "format_version",
                 f"format version {document['format_version']!r}; this qmatch_sklearn "
-                f"({__version__}) reads versions {', '.join(map(str, READABLE_VERSIONS))}.",
+                f"({__version__}) reads version {FORMAT_VERSION}.",
             )
         _expect(isinstance(document["qmatch_sklearn_version"], str), "qmatch_sklearn_version",
                 "the version is a string.")

@@ -166,12 +166,9 @@ def fit_scaling(X):
 
 def apply_scaling(X, center, scale):
     """``(X - center) / scale`` clipped to +-:data:`MAX_DEVIATION` as float32,
-    computed in float64 in row blocks (NaN stays NaN); ``center`` None: ``X`` as
-    float32 (an estimator saved before the scaling existed). Sparse ``X`` stays
-    CSR, only scaled, where ``center`` is 0 (fitted on sparse rows); centred by a
-    map fitted on dense rows, it becomes dense."""
-    if center is None:
-        return X.astype(np.float32, copy=False)
+    computed in float64 in row blocks (NaN stays NaN). Sparse ``X`` stays CSR,
+    only scaled, where ``center`` is 0 (fitted on sparse rows); centred by a map
+    fitted on dense rows, it becomes dense."""
     if sp.issparse(X) and not np.any(center):
         X = sp.csr_matrix(X)
         data = np.clip(X.data.astype(np.float64) / scale[X.indices], -MAX_DEVIATION,

@@ -18,24 +18,20 @@ from ._scaling import MAX_DEVIATION
 
 
 class Scaled(nn.Module):
-    """``x -> (x - center) / scale`` in float64, clipped to +-``bound``, as float32:
-    the numeric map of ``_scaling.py`` (identity, ``bound`` None, for a model saved
-    before it existed); with ``fills_missing`` (a network without a missing-values
-    layer) a NaN then becomes 0, as ``predict`` reads it
+    """``x -> (x - center) / scale`` in float64, clipped to +-``MAX_DEVIATION``, as
+    float32: the numeric map of ``_scaling.py``; with ``fills_missing`` (a network
+    without a missing-values layer) a NaN then becomes 0, as ``predict`` reads it
     (``TableInputMixin._fill_unseen_missing``)."""
 
-    def __init__(self, center, scale, fills_missing, bound=MAX_DEVIATION):
+    def __init__(self, center, scale, fills_missing):
         super().__init__()
         self.register_buffer("center", torch.tensor(center, dtype=torch.float64))
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float64))
         self.fills_missing = bool(fills_missing)
-        self.bound = bound
 
     def forward(self, x):
         rows = (x.to(torch.float64) - self.center) / self.scale
-        if self.bound is not None:  # NaN stays NaN
-            rows = rows.clamp(-self.bound, self.bound)
-        rows = rows.to(torch.float32)
+        rows = rows.clamp(-MAX_DEVIATION, MAX_DEVIATION).to(torch.float32)  # NaN stays NaN
         if self.fills_missing:
             rows = torch.where(torch.isnan(rows), torch.zeros_like(rows), rows)
         return rows

