@@ -23,12 +23,14 @@ from qmatch_sklearn import (
 )
 from qmatch_sklearn.heads._boosting import (
     LOG_TEMPERATURE_BOUNDS,
+    MAX_BINS,
     MAX_MIN_SAMPLES_LEAF,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     boosting_model,
     export_trees,
     fit_boosted_member,
+    histogram_bins,
     min_samples_leaf,
     stacking_weight,
     tries_boosted_member,
@@ -401,3 +403,17 @@ def test_the_walk_takes_as_many_steps_as_the_deepest_tree():
     module.depth -= 1
     assert not torch.allclose(module(rows), full)
 
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000), st.integers(20, 300), st.sampled_from([0.0, 0.2]))
+def test_as_many_bins_as_distinct_values_grow_the_same_trees(seed, n_rows, missing):
+    """Bins cut to the columns' distinct values (``histogram_bins``) leave the trees of
+    255 bins unchanged, node for node, also with missing values and rounded columns."""
+    X, y = table(seed, n_rows=n_rows, n_classes=3, missing=missing)
+    X[:, 1] = np.round(X[:, 1])  # a column of few distinct values
+    bins = histogram_bins(X)
+    assert 2 <= bins <= min(n_rows, MAX_BINS)
+    cut, full = (export_trees(boosting_model(len(y), seed, max_bins).fit(X, y),
+                              np.arange(X.shape[1])) for max_bins in (bins, MAX_BINS))
+    for key in full:
+        np.testing.assert_array_equal(cut[key], full[key])

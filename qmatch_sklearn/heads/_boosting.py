@@ -93,12 +93,30 @@ def min_samples_leaf(n_rows):
     return int(np.clip(n_rows // 20, 1, MAX_MIN_SAMPLES_LEAF))
 
 
-def boosting_model(n_rows, seed):
+#: scikit-learn's largest (and default) number of bins for a column's non-missing values.
+MAX_BINS = 255
+
+
+def histogram_bins(X):
+    """The bins the member's columns ``X`` need: their most distinct non-missing
+    values (at least 2, at most ``MAX_BINS``).
+
+    A column with no more distinct values than bins is binned between its
+    values whatever the bin count, so the trees are those of ``MAX_BINS``
+    bins, bit for bit; but every node's histograms are as wide as the bin
+    count, which on a few dozen labeled rows was most of a fit (loans' 77
+    rows: 0.59x the time)."""
+    distinct = max((len(np.unique(column[~np.isnan(column)])) for column in X.T), default=0)
+    return int(np.clip(distinct, 2, MAX_BINS))
+
+
+def boosting_model(n_rows, seed, max_bins=MAX_BINS):
     """The member's estimator for ``n_rows`` labeled rows: ``BOOSTING_PARAMS``,
-    :func:`min_samples_leaf` rows in a leaf, no early stopping (no rows to spare)."""
+    :func:`min_samples_leaf` rows in a leaf, no early stopping (no rows to spare),
+    ``max_bins`` bins (see :func:`histogram_bins`)."""
     return HistGradientBoostingClassifier(
         min_samples_leaf=min_samples_leaf(n_rows), early_stopping=False, random_state=seed,
-        **BOOSTING_PARAMS,
+        max_bins=max_bins, **BOOSTING_PARAMS,
     )
 
 
@@ -216,8 +234,9 @@ def _fit_trees(X, targets, weights, seed):
     columns = np.flatnonzero(observed)
     if not len(columns):
         return None
-    model = boosting_model(len(targets), seed).fit(
-        X[:, columns], targets, sample_weight=weights
+    X = X[:, columns]
+    model = boosting_model(len(targets), seed, histogram_bins(X)).fit(
+        X, targets, sample_weight=weights
     )
     return model, columns
 
