@@ -349,9 +349,6 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         (and 10 per class on average), gradient-boosted trees on the input
         features are mixed with that average in the proportion whose
         out-of-fold predictions are likeliest (stacking, ``boosting_weight_``).
-        Fine-tuning,
-        or an AdamW head, on a few dozen labeled rows with nothing to stop
-        them overfit (``benchmarks/results/fewlabel.md``).
     lr : float, default=1e-3
         AdamW learning rate of the supervised stage.
     weight_decay : float, default=0.1
@@ -371,11 +368,8 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         trains for ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
-        (lower is better) or the accuracy (the paper's protocol). With few
-        labeled rows, accuracy moves in coarse steps and stops training too
-        early: on digits with 5 labels per class and a frozen encoder, test
-        accuracy was 0.803 with "loss" and 0.609 with "accuracy" (mean of 3
-        draws; ``benchmarks/results/early_stopping.md``).
+        (lower is better) or the accuracy (the paper's protocol), which on few
+        held-out rows moves in coarse steps and stops training too early.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the supervised loss and the logistic head,
         as in scikit-learn's ``LogisticRegression``: a dict
@@ -401,12 +395,10 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         the spread labels train the regression as in Iscen et al., 2019:
         rows whose spread class probability is 0.75 or more take that class),
         weighed like the self-trained twin, the spreading repeated inside each
-        fold. Where the classes are clusters of the embedding it labels whole
-        clusters from a few labels (image-like tables); elsewhere the held-out
-        likelihood of a few dozen labels does not always reject its confident
-        mistakes, hence off by default (the user guide's "Evaluation" page
-        gives the judge's numbers). ``label_spreading_weight_`` says how much
-        it counted. The other heads ignore it.
+        fold. It helps where the classes are clusters of the embedding
+        (image-like tables) and can hurt elsewhere, hence off by default.
+        ``label_spreading_weight_`` says how much it counted. The other heads
+        ignore it.
     max_time : float or None, default=None
         Seconds the whole fit may take, as in AutoML tools (AutoGluon's
         ``time_limit``): the training stage running when they run out
@@ -418,15 +410,11 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names.
-        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
-        on CPUs with Intel AMX or AVX512-BF16, and on CUDA for networks large
-        enough to be bound by matrix products; on other CPUs it runs,
-        slower, with a warning); "16-mixed" under float16 autocast with a
-        gradient scaler (CUDA only). Weights, losses and the teacher and
-        queue of the pretext task stay float32, and so does inference:
-        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
-        CPUs with bf16 matrix units, else "32-true".
+        Floating-point precision of training, with Lightning's names: float32,
+        or the forward passes under bfloat16 or float16 autocast (float16 with
+        a gradient scaler, CUDA only). Weights, losses and outputs stay
+        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
+        matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -636,11 +624,8 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         trains for ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
-        (lower is better) or the accuracy (the paper's protocol). With few
-        labeled rows, accuracy moves in coarse steps and stops training too
-        early: on digits with 5 labels per class and a frozen encoder, test
-        accuracy was 0.803 with "loss" and 0.609 with "accuracy" (mean of 3
-        draws; ``benchmarks/results/early_stopping.md``).
+        (lower is better) or the accuracy (the paper's protocol), which on few
+        held-out rows moves in coarse steps and stops training too early.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the supervised loss and the logistic head,
         as in scikit-learn's ``LogisticRegression``: a dict
@@ -650,15 +635,11 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names.
-        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
-        on CPUs with Intel AMX or AVX512-BF16, and on CUDA for networks large
-        enough to be bound by matrix products; on other CPUs it runs,
-        slower, with a warning); "16-mixed" under float16 autocast with a
-        gradient scaler (CUDA only). Weights, losses and the teacher and
-        queue of the pretext task stay float32, and so does inference:
-        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
-        CPUs with bf16 matrix units, else "32-true".
+        Floating-point precision of training, with Lightning's names: float32,
+        or the forward passes under bfloat16 or float16 autocast (float16 with
+        a gradient scaler, CUDA only). Weights, losses and outputs stay
+        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
+        matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).

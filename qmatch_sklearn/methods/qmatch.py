@@ -224,15 +224,11 @@ class QMatchEncoder(BasePretextEncoder):
     device : str, default="auto"
         "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names.
-        "bf16-mixed" runs the forward passes under bfloat16 autocast (fast
-        on CPUs with Intel AMX or AVX512-BF16, and on CUDA for networks large
-        enough to be bound by matrix products; on other CPUs it runs,
-        slower, with a warning); "16-mixed" under float16 autocast with a
-        gradient scaler (CUDA only). Weights, losses and the teacher and
-        queue of the pretext task stay float32, and so does inference:
-        outputs are float32. "auto" picks "bf16-mixed" on CUDA devices and
-        CPUs with bf16 matrix units, else "32-true".
+        Floating-point precision of training, with Lightning's names: float32,
+        or the forward passes under bfloat16 or float16 autocast (float16 with
+        a gradient scaler, CUDA only). Weights, losses and outputs stay
+        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
+        matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling, corruption and the validation
         split (and the queue, where there is one) through local generators;
