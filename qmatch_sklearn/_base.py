@@ -44,8 +44,7 @@ from ._warnings import warn
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
 #: embedding: each column's scale is then within about 1 / sqrt(2 * 8192) = 0.8% (one
 #: standard error) of its value over every row, and the pass that embeds them costs a
-#: fixed time instead of a forward pass over the data (5% of a 5-epoch fit of 16,384
-#: rows; 13% of a ``partial_fit`` call on 65,536 rows, now 2%).
+#: fixed time instead of a forward pass over the data.
 BALANCE_ROWS = 8192
 
 
@@ -238,9 +237,8 @@ class BasePretextEncoder(
         self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
         if not self.passthrough:
-            # a forward pass over up to BALANCE_ROWS rows that transform would never
-            # read (on the paper's network, ~8% of a short fit); a refit drops the
-            # balance of an earlier passthrough fit
+            # no forward pass over rows that transform would never read; a refit
+            # drops the balance of an earlier passthrough fit
             for name in ("embedding_mean_", "embedding_scale_"):
                 vars(self).pop(name, None)
             return
