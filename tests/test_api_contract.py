@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from numpydoc.docscrape import ClassDoc
 from sklearn.base import clone
+from sklearn.utils._testing import assert_docstring_consistency
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
@@ -196,13 +197,7 @@ def _descriptions(cls):
     ids=["encoders", "classifiers", "regressors"],
 )
 def test_shared_parameters_are_described_alike(family, shared):
-    reference = _descriptions(family[0])
-    for cls in family[1:]:
-        descriptions = _descriptions(cls)
-        for name in shared:
-            assert descriptions[name] == reference[name], (
-                f"{cls.__name__} documents {name!r} differently from {family[0].__name__}"
-            )
+    assert_docstring_consistency(family, include_params=shared)
 
 
 #: Parameters a regressor describes otherwise than its classifier twin, and why.
@@ -227,12 +222,9 @@ def test_regressors_describe_parameters_as_their_classifier_twins(regressor, cla
     regressor_only = {"clip_predictions"}
     assert [name for name in _signature_defaults(regressor) if name not in regressor_only] == [
         name for name in _signature_defaults(classifier) if name not in classifier_only]
-    expected, descriptions = _descriptions(classifier), _descriptions(regressor)
-    for name in _signature_defaults(regressor):
-        if name not in REGRESSOR_WORDING and name not in regressor_only:
-            assert descriptions[name] == expected[name], (
-                f"{regressor.__name__} documents {name!r} differently from {classifier.__name__}"
-            )
+    assert_docstring_consistency([regressor, classifier], include_params=True,
+                                 exclude_params=[*REGRESSOR_WORDING, *classifier_only,
+                                                 *regressor_only])
 
 
 def test_corruption_type_is_described_alike_in_every_encoder_that_corrupts():
