@@ -219,8 +219,9 @@ def input_statistics(X, missing=None):
     :attr:`~._networks.InputScale.BOUND` of its standard deviations (1 over the
     larger of its standard deviation and its range over the bound, at most 1);
     every other column has compression 1."""
-    total = squares = low = high = 0.0
-    for start, block in enumerate(_blocks(X, missing)):
+    total = squares = 0.0
+    low = high = at_low = at_high = None  # the extremes so far, and the rows at them
+    for block in _blocks(X, missing):
         if sp.issparse(block):  # never densified; min and max count implicit zeros
             block_sum = np.asarray(block.sum(axis=0)).ravel()
             block_squares = np.asarray(block.multiply(block).sum(axis=0)).ravel()
@@ -230,11 +231,16 @@ def input_statistics(X, missing=None):
             block_sum, block_squares = block.sum(axis=0), np.square(block).sum(axis=0)
             block_low, block_high = block.min(axis=0), block.max(axis=0)
         total, squares = total + block_sum, squares + block_squares
-        low = block_low if start == 0 else np.minimum(low, block_low)
-        high = block_high if start == 0 else np.maximum(high, block_high)
-    at_low = at_high = 0
-    for block in _blocks(X, missing):
-        at_low, at_high = at_low + _at(block, low), at_high + _at(block, high)
+        block_at_low, block_at_high = _at(block, block_low), _at(block, block_high)
+        if low is None:
+            low, high, at_low, at_high = block_low, block_high, block_at_low, block_at_high
+            continue
+        # a new extreme restarts its count; an equal one adds to it
+        at_low = np.where(block_low < low, block_at_low,
+                          at_low + np.where(block_low == low, block_at_low, 0))
+        at_high = np.where(block_high > high, block_at_high,
+                           at_high + np.where(block_high == high, block_at_high, 0))
+        low, high = np.minimum(low, block_low), np.maximum(high, block_high)
     mean = total / X.shape[0]
     std = np.sqrt(np.maximum(squares / X.shape[0] - mean**2, 0.0))
     spread = np.maximum(std, (high - low) / InputScale.BOUND)

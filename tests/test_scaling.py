@@ -1,6 +1,7 @@
 """Results that do not depend on the units of a numeric column (``_scaling.py``)."""
 
 import warnings
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor, _scaling
 from qmatch_sklearn._networks import InputScale
 from qmatch_sklearn._scaling import (
     MAX_DEVIATION,
@@ -403,3 +404,19 @@ def test_the_statistics_of_many_blocks_are_those_of_all_rows():
     np.testing.assert_allclose(mean, X.astype(np.float64).mean(axis=0), rtol=1e-9, atol=1e-12)
     spread = np.maximum(X.std(axis=0, dtype=np.float64), np.ptp(X, axis=0) / InputScale.BOUND)
     np.testing.assert_allclose(compression, 1 / spread, rtol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), n_rows=st.integers(2, 60), block=st.integers(1, 9))
+def test_blocks_of_any_size_give_the_statistics_of_one_block(seed, n_rows, block):
+    """One pass over the blocks: an extreme that a later block lowers (or raises)
+    restarts the count of rows at it, an equal one adds to it, dense or CSR."""
+    rng = np.random.default_rng(seed)
+    X = rng.choice([0.0, 1.0, 2.0, 7.0], size=(n_rows, 4), p=[0.6, 0.2, 0.1, 0.1])
+    X[:, 1] = -X[:, 1]  # its extreme is the low end
+    X = X.astype(np.float32)
+    whole = input_statistics(X)
+    with mock.patch.object(_scaling, "STATISTICS_ROWS", block):
+        for rows in (X, sp.csr_matrix(X)):
+            for got, expected in zip(input_statistics(rows), whole, strict=True):
+                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
