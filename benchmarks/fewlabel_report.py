@@ -297,7 +297,7 @@ HONEST_STACKING = (
     ("honest stacking (auto-v18)", "auto-v18", "qmatch_clf"),
 )
 
-#: The boosted member's leaves asking at most 5 rows (``_boosting.min_samples_leaf``)
+#: The boosted member's leaves asking at most 5 rows (``heads._boosting.min_samples_leaf``)
 #: against the head before, on all of its seeds.
 LEAF_CAP = (
     ("before (auto-v18)", "auto-v18", "qmatch_clf"),
@@ -305,7 +305,7 @@ LEAF_CAP = (
 )
 
 #: The boosted member's splits each choosing among half the features
-#: (``max_features`` in ``_boosting.BOOSTING_PARAMS``) against the head before.
+#: (``max_features`` in ``heads._boosting.BOOSTING_PARAMS``) against the head before.
 FEATURE_SAMPLING = (
     ("before (auto-v19)", "auto-v19", "qmatch_clf"),
     ("half the features at each split (auto-v20)", "auto-v20", "qmatch_clf"),
@@ -318,7 +318,7 @@ PRETRAINING_BUDGET = (
     ("10 epochs (epochs10-v20)", "epochs10-v20", "qmatch_clf"),
 )
 
-#: The head's stacking read from its own folds (``_classifier.honest_out_of_fold``) against
+#: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
 #: the head refitted whole in each fold, both on the 10-epoch encoder (issue #54).
 SHARED_FOLDS = (
     ("head refitted in each fold (epochs10-v20)", "epochs10-v20", "qmatch_clf"),
@@ -343,7 +343,7 @@ STEP_SECTIONS = (
      "The trees' weight in the head from out-of-fold predictions of the plain "
      "head refitted whole in each fold (its Cs and its regressions' weights "
      "chosen without the held-out rows) instead of regressions refitted at the C "
-     "and weight that every row chose (`_classifier.honest_out_of_fold`). Only "
+     "and weight that every row chose (`heads._logistic.honest_out_of_fold`). Only "
      "tables with a boosted member (50 labeled rows and 10 a class) can move; "
      "the others are identical, seed for seed. Columns as above."),
     ("The boosted member's leaves capped at 5 rows", LEAF_CAP,
@@ -365,7 +365,7 @@ STEP_SECTIONS = (
     ("The stacking read from the head's own folds (issue #54)", SHARED_FOLDS,
      "The boosted member stacked against out-of-fold logits of the plain head's own "
      "cross-validation regressions, each fold's C and weights chosen on the other folds' "
-     "scores (`_classifier.honest_out_of_fold`), instead of the whole head, "
+     "scores (`heads._logistic.honest_out_of_fold`), instead of the whole head, "
      "cross-validation inside, refitted in every fold; the same 10-epoch encoders (the "
      "same seeds). Only tables with a boosted member (50 labeled rows and 10 a class) "
      "can move. Gaps per seed, mean ± std, [in standard errors]; fit-seconds ratio of "

@@ -230,7 +230,9 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         the network's through the head's prediction module
         (:class:`~.heads.ClassifierHead`, which the ONNX export runs too)."""
         logits, X = self._network_outputs(X, return_rows=True)
-        return run_head(self._prediction_head(), logits, X)
+        # the rows only where trees read them: a wide sparse X is never densified otherwise
+        return run_head(self._prediction_head(), logits,
+                        None if self.boosted_trees_ is None else X)
 
     def _prediction_head(self):
         """The fitted head's prediction module: the network's logits, or their
@@ -412,9 +414,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
         Floating-point precision of training, with Lightning's names: float32,
         or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and outputs stay
-        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
-        matrix units (user guide: "CPU, GPU, and saving models").
+        a gradient scaler, CUDA only). Weights, losses and the network's
+        outputs stay float32. "auto" picks "bf16-mixed" on CUDA and on CPUs
+        with bf16 matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
@@ -637,9 +639,9 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
         Floating-point precision of training, with Lightning's names: float32,
         or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and outputs stay
-        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
-        matrix units (user guide: "CPU, GPU, and saving models").
+        a gradient scaler, CUDA only). Weights, losses and the network's
+        outputs stay float32. "auto" picks "bf16-mixed" on CUDA and on CPUs
+        with bf16 matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).

@@ -38,7 +38,7 @@ VERSION_KEY = "_qmatch_sklearn_version"
 #: The safetensors header entry that marks a :func:`save` file, and its layout version,
 #: the only one :func:`load` reads.
 FORMAT_NAME = "qmatch_sklearn"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Numeric attribute arrays from this many elements on are stored as tensors, not in
 #: the JSON header (e.g. a classifier's boosted trees: safetensors caps the header).
 TENSOR_MIN_SIZE = 1024

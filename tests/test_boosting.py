@@ -28,6 +28,7 @@ from qmatch_sklearn.heads._boosting import (
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     boosting_model,
+    check_trees,
     export_trees,
     fit_boosted_member,
     histogram_bins,
@@ -417,3 +418,24 @@ def test_as_many_bins_as_distinct_values_grow_the_same_trees(seed, n_rows, missi
                               np.arange(X.shape[1])) for max_bins in (bins, MAX_BINS))
     for key in full:
         np.testing.assert_array_equal(cut[key], full[key])
+
+
+def test_check_trees_refuses_shared_children_and_leaves_pointing_outside():
+    """A file's trees are walked without checks: a node that two parents share (a
+    graph whose walk would double at every level) and a leaf's feature outside the
+    input are refused, as exported trees never hold them."""
+    X, y = table(2, n_rows=200, n_classes=2, missing=0.0)
+    trees = export_trees(boosting_model(len(y), 2).fit(X, y), np.arange(X.shape[1]))
+    check_trees(trees, X.shape[1], 2)
+    n = 40  # a chain of nodes whose two children are both the next node
+    chain = {**{name: np.zeros(n, dtype=trees[name].dtype) for name in trees},
+             "left": np.arange(1, n + 1) % n, "right": np.arange(1, n + 1) % n,
+             "is_leaf": np.arange(n) == n - 1, "roots": np.array([0]), "output": np.array([0]),
+             "baseline": np.zeros(1)}
+    with pytest.raises(ValueError, match="must be trees"):
+        check_trees(chain, X.shape[1], 2)
+    leaf = np.flatnonzero(trees["is_leaf"])[0]
+    outside = {**trees, "feature": trees["feature"].copy()}
+    outside["feature"][leaf] = 10**6
+    with pytest.raises(ValueError, match="must index the 5 input columns"):
+        check_trees(outside, X.shape[1], 2)

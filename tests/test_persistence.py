@@ -237,11 +237,11 @@ def _edit_document(path, edit):
     save_file(tensors, path, metadata={**metadata, "document": json.dumps(document)})
 
 
-def test_large_attribute_arrays_are_tensors_and_version_1_files_still_load(
+def test_large_attribute_arrays_are_tensors_and_other_format_versions_are_refused(
     fitted_encoder, tmp_path, monkeypatch
 ):
     """Numeric arrays of TENSOR_MIN_SIZE elements or more leave the JSON header
-    (safetensors caps it); a version-1 file, arrays in the header, loads the same."""
+    (safetensors caps it); a file of another format version is refused by name."""
     large = np.arange(TENSOR_MIN_SIZE, dtype=np.float64) / 3
     # an epoch of the history with arrays in it (any attribute's arrays are written alike)
     history = [dict(epoch) for epoch in fitted_encoder.history_]
@@ -258,7 +258,7 @@ def test_large_attribute_arrays_are_tensors_and_version_1_files_still_load(
     np.testing.assert_array_equal(load(path).history_[0]["notes"]["large"], large)
 
     _edit_document(path, lambda document: document.update(format_version=99))
-    with pytest.raises(ValueError, match=r"format version 99; .* reads version 1\."):
+    with pytest.raises(ValueError, match=r"format version 99; .* reads version 2\."):
         load(path)
 
 

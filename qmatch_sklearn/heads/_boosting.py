@@ -188,7 +188,15 @@ def check_trees(trees, n_inputs, n_classes):
         # children after their parent: a walk down a tree always ends
         require(np.all((trees[name][inner] > nodes[inner]) & (trees[name][inner] < n_nodes)),
                 f"boosted_trees_[{name!r}] must point from each inner node to a later node.")
-    require(np.all((trees["feature"][inner] >= 0) & (trees["feature"][inner] < n_inputs)),
+    children = np.r_[trees["left"][inner], trees["right"][inner]]
+    # trees, not graphs: a node shared by two parents would make the walk's levels grow
+    # exponentially (tree_depth)
+    require(len(np.unique(children)) == len(children)
+            and not np.isin(trees["roots"], children).any(),
+            "boosted_trees_ must be trees: each node the child of at most one node, and "
+            "no root a child.")
+    # every node's, leaves' too: the walk reads a leaf's feature before it stays there
+    require(np.all((trees["feature"] >= 0) & (trees["feature"] < n_inputs)),
             f"boosted_trees_['feature'] must index the {n_inputs} input columns.")
     n_scores = 1 if n_classes == 2 else n_classes
     require(len(trees["baseline"]) == n_scores and len(trees["output"]) == len(trees["roots"])

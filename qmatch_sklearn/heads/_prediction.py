@@ -26,14 +26,21 @@ ROWS_PER_BATCH = 2048
 
 def tree_depth(trees):
     """The most edges from a root to a leaf over all the trees (children point
-    forward, as ``load`` checks: a walk always ends)."""
-    frontier, depth = trees["roots"], 0
+    forward and each node has one parent, as ``load`` checks: a walk always ends,
+    and each level holds each node once)."""
+    frontier, depth = np.unique(trees["roots"]), 0
     while True:
         inner = frontier[~trees["is_leaf"][frontier]]
         if not len(inner):
             return depth
-        frontier = np.r_[trees["left"][inner], trees["right"][inner]]
+        frontier = np.unique(np.r_[trees["left"][inner], trees["right"][inner]])
         depth += 1
+
+
+def _at(values, node):
+    """``values[node]`` for a (rows, trees) index ``node``, as one flat gather
+    (``index_select``: a third of advanced indexing's time; Gather in ONNX)."""
+    return values.index_select(0, node.reshape(-1)).view(node.shape)
 
 
 class Trees(nn.Module):
@@ -61,15 +68,15 @@ class Trees(nn.Module):
         rows = rows.to(torch.float64)
         node = self.roots.unsqueeze(0).expand(rows.shape[0], -1)
         for _ in range(self.depth):
-            value = torch.gather(rows, 1, self.feature[node])
+            value = torch.gather(rows, 1, _at(self.feature, node))
             # NaN goes where missing_left says (logical operators: ONNX Runtime has no
             # Where on booleans)
             missing = torch.isnan(value)
-            left = ((missing & self.missing_left[node])
-                    | (~missing & (value <= self.threshold[node])))
-            child = torch.where(left, self.left[node], self.right[node])
-            node = torch.where(self.is_leaf[node], node, child)
-        raw = self.baseline + self.value[node] @ self.to_output
+            left = ((missing & _at(self.missing_left, node))
+                    | (~missing & (value <= _at(self.threshold, node))))
+            child = torch.where(left, _at(self.left, node), _at(self.right, node))
+            node = torch.where(_at(self.is_leaf, node), node, child)
+        raw = self.baseline + _at(self.value, node) @ self.to_output
         if raw.shape[1] == 1:  # the log-odds of class 1 against class 0
             raw = torch.cat([torch.zeros_like(raw), raw], dim=1)
         return torch.log_softmax(raw / self.temperature, dim=1)
@@ -86,7 +93,7 @@ class ClassifierHead(nn.Module):
         with np.errstate(divide="ignore"):  # a weight of 1: the trees alone
             self.log_weights = (float(np.log1p(-weight)), float(np.log(weight)))
 
-    def forward(self, logits, rows):
+    def forward(self, logits, rows=None):
         if self.trees is None:
             return logits
         network = torch.log_softmax(logits.to(torch.float64), dim=1)

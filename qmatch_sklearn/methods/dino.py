@@ -237,9 +237,9 @@ class DINOEncoder(BasePretextEncoder):
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
         Floating-point precision of training, with Lightning's names: float32,
         or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and outputs stay
-        float32. "auto" picks "bf16-mixed" on CUDA and on CPUs with bf16
-        matrix units (user guide: "CPU, GPU, and saving models").
+        a gradient scaler, CUDA only). Weights, losses and the network's
+        outputs stay float32. "auto" picks "bf16-mixed" on CUDA and on CPUs
+        with bf16 matrix units (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling, corruption and the validation
         split (and the queue, where there is one) through local generators;
