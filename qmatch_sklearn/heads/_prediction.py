@@ -25,15 +25,15 @@ ROWS_PER_BATCH = 2048
 
 
 def tree_depth(trees):
-    """The most edges from a root to a leaf over all the trees (children point
-    forward and each node has one parent, as ``load`` checks: a walk always ends,
-    and each level holds each node once)."""
-    frontier, depth = np.unique(trees["roots"]), 0
+    """The most edges from a root to a leaf over all the trees. Children point
+    forward and no node has two parents (``_boosting.check_trees``, which ``load``
+    runs): a walk always ends, and each level holds each node once."""
+    frontier, depth = trees["roots"], 0
     while True:
         inner = frontier[~trees["is_leaf"][frontier]]
         if not len(inner):
             return depth
-        frontier = np.unique(np.r_[trees["left"][inner], trees["right"][inner]])
+        frontier = np.r_[trees["left"][inner], trees["right"][inner]]
         depth += 1
 
 
