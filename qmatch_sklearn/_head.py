@@ -27,6 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._base import BasePretextEncoder, _same
+from ._budget import default_pretraining
 from ._categorical import TableInputMixin
 from ._constraints import Satisfies
 from ._device import resolve_device
@@ -416,7 +417,8 @@ class PretrainedEncoderMixin:
     def _encoder_network(self, X, encoder_rows, seed, device):
         if self.encoder is None:
             encoder = QMatchEncoder(
-                passthrough=True, device=self.device, precision=self.precision,
+                passthrough=True, **default_pretraining(X.shape[0]),
+                device=self.device, precision=self.precision,
                 random_state=seed, verbose=self.verbose,
             )
         else:

@@ -1,4 +1,5 @@
-"""The pretraining budget max_epochs="auto" (issue #54): optimizer steps, within bounds."""
+"""The pretraining budgets (issue #54): max_epochs="auto" (optimizer steps, within
+bounds) and the few-label estimators' default encoder."""
 
 import math
 
@@ -7,11 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qmatch_sklearn import QMatchEncoder
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
 from qmatch_sklearn._budget import (
+    DEFAULT_BATCH,
+    DEFAULT_EPOCHS,
     MAX_EPOCHS,
+    MIN_DEFAULT_STEPS,
     MIN_EPOCHS,
     PRETRAINING_STEPS,
+    SMALL_BATCH,
+    default_pretraining,
     resolve_max_epochs,
 )
 
@@ -48,3 +54,28 @@ def test_the_encoder_trains_for_the_resolved_budget(n_rows, expected):
 def test_a_budget_that_is_neither_a_count_nor_auto_is_refused():
     with pytest.raises(ValueError, match="max_epochs"):
         QMatchEncoder(max_epochs="long").fit(np.ones((10, 2)))
+
+
+@given(n_rows=st.integers(2, 10**7))
+def test_the_default_encoder_takes_the_small_batch_only_where_steps_are_few(n_rows):
+    budget = default_pretraining(n_rows)
+    assert budget["max_epochs"] == DEFAULT_EPOCHS
+    paper_steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
+    assert budget["batch_size"] == (SMALL_BATCH if paper_steps < MIN_DEFAULT_STEPS
+                                    else DEFAULT_BATCH)
+    # more rows never make the batch smaller
+    assert default_pretraining(n_rows + 1)["batch_size"] >= budget["batch_size"]
+
+
+@pytest.mark.parametrize("estimator, y", [
+    (QMatchClassifier, np.tile([0, 1], 100)),
+    (QMatchRegressor, np.linspace(0.0, 1.0, 200)),
+])
+def test_the_default_encoder_pretrains_on_the_default_budget(estimator, y):
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = y.astype(float) if estimator is QMatchRegressor else y.copy()
+    y[20:] = np.nan if estimator is QMatchRegressor else -1
+    fitted = estimator(random_state=0).fit(X, y)
+    assert fitted.encoder_.get_params()["max_epochs"] == DEFAULT_EPOCHS
+    assert fitted.encoder_.batch_size == SMALL_BATCH == default_pretraining(200)["batch_size"]
+    assert fitted.encoder_.n_epochs_ == DEFAULT_EPOCHS
