@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._budget import resolve_max_epochs
-from ._categorical import TableInputMixin, expand_groups
+from ._categorical import expand_groups
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._distributed import current_group
@@ -25,7 +25,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import check_missing_columns, fill_and_indicate, missing_values_layer
+from ._missing import check_missing_columns, fill_and_indicate
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
@@ -33,12 +33,8 @@ from ._precision import resolve_precision
 from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._validation import (
-    check_features,
-    check_two_samples,
-    check_validation_features,
-    column_groups,
-)
+from ._table import TableAttributes, TableInput
+from ._validation import check_two_samples, column_groups
 from ._warnings import warn
 
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
@@ -67,7 +63,7 @@ def _same(a, b):
 class BasePretextEncoder(
     PersistenceMixin,
     EncoderNetworkMixin,
-    TableInputMixin,
+    TableAttributes,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     BaseEstimator,
@@ -131,7 +127,7 @@ class BasePretextEncoder(
             train, valid = split_rows(X.shape[0], fraction, split_seed)
             train_rows, valid_rows = split_datasets(X, None, train, valid, device)
         else:
-            X_val = check_validation_features(self, X_val, missing is not None)
+            X_val = self._table_input.validation_rows(self, X_val, missing is not None)
             check_two_samples(self, X_val.shape[0])
             train_rows, valid_rows = all_rows(X, None, device), all_rows(X_val, None, device)
         group = current_group()  # under data-parallel training, each process's share
@@ -199,7 +195,7 @@ class BasePretextEncoder(
             self._check_partial_params()
             module, device, missing = net.module, self.device_, self._missing_values_layer()
             module.encoder.requires_grad_(True)  # keep_trained froze it for transform
-            X = check_features(self, X, reset=False)
+            X = self._table_input.transform(self, X)
             check_missing_columns(self, X, missing is not None)
             check_two_samples(self, X.shape[0])
         net.partial_fit(all_rows(X, None, device), None)
@@ -213,12 +209,13 @@ class BasePretextEncoder(
         corruption groups set) and loss, the device and the seeds of the data
         order, the validation split and the validation corruption."""
         self._validate_params()
-        X = check_features(self, X, reset=True)
+        self._table_input = TableInput(self.categorical_features)
+        X = self._table_input.fit_transform(self, X)
         check_two_samples(self, X.shape[0])
-        missing = missing_values_layer(X, self._describe_inputs)
+        missing = self._table_input.fit_missing_values(self, X)
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
-            self._input_widths(),
+            self._table_input.input_widths(),
         )
         device = resolve_device(self.device)
         self.precision_ = resolve_precision(self.precision, device)
@@ -234,7 +231,6 @@ class BasePretextEncoder(
     def _keep(self, module, result, device, X, missing):
         """Store the trained encoder and what ``transform`` needs from the rows ``X``."""
         keep_trained(self, module.encoder, result, device)
-        self._keep_missing_values(missing)
         self._n_features_out = self.embedding_dim
         if not self.passthrough:
             # no forward pass over rows that transform would never read; a refit
@@ -314,9 +310,9 @@ class BasePretextEncoder(
         """
         check_is_fitted(self)
         balance = self._embedding_balance() if self.passthrough else None
-        X = check_features(self, X, reset=False)
+        X = self._table_input.transform(self, X)
         missing = self._missing_values_layer()
-        X = self._fill_unseen_missing(X, missing is not None)
+        X = self._table_input.fill_unseen_missing(self, X)
         Z = batched_forward(self.network_, X, self.device_, self._n_features_out)
         if balance is None:
             return Z
@@ -349,12 +345,12 @@ class BasePretextEncoder(
         self._embedding_balance()  # names only for columns transform can return
         input_names = _check_feature_names_in(self, input_features)
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
-        return np.concatenate([self._input_feature_names(input_features),
+        return np.concatenate([self._table_input.input_feature_names(input_names),
                                np.asarray(indicator_names, dtype=object), embedding_names])
 
     def _missing_values_layer(self):
         """The network's :class:`~._missing.MissingValues` input layer, or None."""
-        return self.network_[0] if self._fitted_with_missing() else None
+        return self.network_[0] if self._table_input.fitted_with_missing else None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -27,16 +27,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_string_dtype
 from scipy.sparse import issparse
-from sklearn.utils.validation import (
-    _check_feature_names_in,
-    check_array,
-    check_X_y,
-    validate_data,
-)
 
 from ._columns import column_position, name_positions
-from ._missing import has_missing, indicated_features, missing_columns, zero_missing
-from ._scaling import fit_scaling
 from ._warnings import warn
 
 #: Categories one column may have: a wider one-hot block is an identifier, not a
@@ -80,7 +72,7 @@ def refuse_unreadable_columns(X, mask):
         )
 
 
-def categorical_mask(estimator, X, categorical_features):
+def categorical_mask(X, categorical_features):
     """Which columns of ``X`` are categorical under ``categorical_features``,
     as a boolean mask, or None when none is.
 
@@ -95,7 +87,7 @@ def categorical_mask(estimator, X, categorical_features):
         mask = _categorical_dtypes(X)
         return mask if mask.any() else None
     if issparse(X):
-        _as_frame(X)  # refused: categorical columns of a sparse matrix
+        as_frame(X)  # refused: categorical columns of a sparse matrix
     if not isinstance(X, pd.DataFrame) and np.ndim(X) != 2:
         return None  # validate_data's error for input that is not 2-D follows
     n_features = np.shape(X)[1]
@@ -115,7 +107,7 @@ def categorical_mask(estimator, X, categorical_features):
     return mask if mask.any() else None
 
 
-def _as_frame(X):
+def as_frame(X):
     if issparse(X):
         raise ValueError(
             "categorical_features needs dense X (a DataFrame or an array): categorical "
@@ -133,7 +125,7 @@ def fit_categories(X, mask):
     column's declared categories, else its distinct non-missing values
     (sorted when they sort). Raises a ValueError for a column with none (all
     missing) or more than ``MAX_CATEGORIES``."""
-    frame = _as_frame(X)
+    frame = as_frame(X)
     categories = []
     for j in np.flatnonzero(mask):
         column = frame.iloc[:, j]
@@ -228,13 +220,12 @@ def input_feature_names(names, mask, categories):
     return np.asarray(out, dtype=object)
 
 
-def refuse_an_array(estimator, X):
+def refuse_an_array(estimator, X, mask):
     """With ``categorical_features="from_dtype"``, raise a ValueError naming the
-    categorical columns when ``X`` is not a DataFrame (it has no dtypes)."""
+    categorical columns ``mask`` when ``X`` is not a DataFrame (it has no dtypes)."""
     if not isinstance(X, pd.DataFrame):
-        names = np.asarray(getattr(estimator, "feature_names_in_",
-                                   np.arange(len(estimator.is_categorical_))))
-        names = names[estimator.is_categorical_]
+        names = np.asarray(getattr(estimator, "feature_names_in_", np.arange(len(mask))))
+        names = names[mask]
         raise ValueError(
             f"{type(estimator).__name__} was fitted on a DataFrame with categorical columns "
             f"({', '.join(map(str, names))}); "
@@ -242,14 +233,14 @@ def refuse_an_array(estimator, X):
         )
 
 
-def check_dtypes_unchanged(estimator, X):
+def check_dtypes_unchanged(X, mask):
     """With ``categorical_features="from_dtype"``, raise a ValueError naming the
     columns of the DataFrame ``X`` whose kind (categorical or numeric) differs
-    from fit, compared by position (the names were checked before)."""
-    changed = np.flatnonzero(_categorical_dtypes(X) != estimator.is_categorical_)
+    from fit's ``mask``, compared by position (the names were checked before)."""
+    changed = np.flatnonzero(_categorical_dtypes(X) != mask)
     if len(changed):
         described = ", ".join(
-            f"{X.columns[j]!r} ({'categorical' if estimator.is_categorical_[j] else 'numeric'} "
+            f"{X.columns[j]!r} ({'categorical' if mask[j] else 'numeric'} "
             f"at fit, dtype {X.dtypes.iloc[j]} now)"
             for j in changed
         )
@@ -280,7 +271,7 @@ def one_hot_table(X, mask, categories, numeric):
     the categories (1, 2, 3 at fit; "1", "2", "3" now), which every row then reads
     as missing: its position, its values' kinds, its categories' kinds and its
     first categories."""
-    frame = _as_frame(X)
+    frame = as_frame(X)
     widths = input_widths(len(mask), mask, categories)
     starts = input_starts(widths)
     out = np.zeros((frame.shape[0], int(widths.sum())), dtype=np.float32)
@@ -299,7 +290,7 @@ def one_hot_table(X, mask, categories, numeric):
     return out, mismatched
 
 
-def _warn_mismatched_kinds(estimator, X, mismatched):
+def warn_mismatched_kinds(estimator, X, mismatched):
     """Warn of the categorical columns ``mismatched`` (:func:`one_hot_table`) by
     name: a change of type upstream (a CSV read with other dtypes) would
     otherwise blank them silently."""
@@ -314,131 +305,3 @@ def _warn_mismatched_kinds(estimator, X, mismatched):
         "they had at fit.",
         UserWarning,
     )
-
-
-def check_table(estimator, X, y="no_validation", *, reset, mask, categories, numeric_map,
-                dtypes_from_fit=False, **check_params):
-    """``validate_data`` for a table with the categorical columns ``mask`` (fit
-    at ``reset``), returning the network's input rows (and ``y``).
-
-    Column names and count are checked as ``validate_data`` does, then, with
-    ``dtypes_from_fit``, each column's kind against fit's
-    (:func:`check_dtypes_unchanged`); the numeric columns are checked with
-    ``check_params`` (finite or NaN) and mapped to the network's float32 input
-    by ``numeric_map``, and the categorical ones one-hot encoded
-    (:func:`one_hot_table`).
-    """
-    if dtypes_from_fit:
-        refuse_an_array(estimator, X)
-    validate_data(estimator, X, skip_check_array=True, reset=reset)
-    if len(mask) != X.shape[1]:  # categories fitted elsewhere (a fitted, frozen encoder)
-        raise ValueError(
-            f"X has {X.shape[1]} features, but the categorical columns were fitted on "
-            f"{len(mask)} features."
-        )
-    if dtypes_from_fit:
-        check_dtypes_unchanged(estimator, X)
-    frame = _as_frame(X)
-    if not len(frame):  # the message check_array would give, with X's own shape
-        raise ValueError(f"Found array with 0 sample(s) (shape={frame.shape}) while a minimum "
-                         f"of 1 is required by {type(estimator).__name__}.")
-    numeric = frame.iloc[:, np.flatnonzero(~mask)]
-    if not numeric.shape[1]:  # every column categorical: check_array finds no dtype in none
-        numeric = np.empty((len(frame), 0))
-    check_params = {"ensure_min_features": 0, "estimator": estimator, **check_params}
-    if isinstance(y, str) and y == "no_validation":
-        numeric = check_array(numeric, **check_params)
-    else:
-        numeric, y = check_X_y(numeric, y, **check_params)
-    out, mismatched = one_hot_table(frame, mask, categories, numeric_map(numeric))
-    if mismatched:
-        _warn_mismatched_kinds(estimator, X, mismatched)
-    return out if isinstance(y, str) and y == "no_validation" else (out, y)
-
-
-class TableInputMixin:
-    """For estimators whose network reads ``X``'s columns: the categorical
-    columns (``categorical_features``, see the module docstring) and the
-    network input they make.
-
-    ``check_features`` fits ``is_categorical_`` (a boolean mask, or None when
-    no column is categorical) and ``categories_`` at ``reset`` through
-    :meth:`_fit_categories`, and one-hot encodes with them afterwards.
-    """
-
-    def _categorical_param(self):
-        """The ``categorical_features`` that decides which columns are categorical."""
-        return self.categorical_features
-
-    def _fit_categories(self, X):
-        """``(is_categorical_, categories_)`` for the fit rows ``X``."""
-        mask = categorical_mask(self, X, self._categorical_param())
-        return mask, (None if mask is None else fit_categories(X, mask))
-
-    def _fit_scaling(self, numeric, mask):
-        """``(center_, scale_)``, one entry per column of ``X`` (0 and 1 for a
-        categorical one), from the fit rows' numeric columns ``numeric``
-        (``_scaling.py``)."""
-        center, scale = fit_scaling(numeric)
-        if mask is None:
-            return center, scale
-        full_center, full_scale = np.zeros(len(mask)), np.ones(len(mask))
-        full_center[~mask], full_scale[~mask] = center, scale
-        return full_center, full_scale
-
-    def _input_widths(self):
-        return input_widths(self.n_features_in_, getattr(self, "is_categorical_", None),
-                            getattr(self, "categories_", None))
-
-    def _n_inputs(self):
-        """Width of the network's input: ``X``'s columns, categorical ones one-hot."""
-        return int(self._input_widths().sum())
-
-    def _input_feature_names(self, input_features=None):
-        """Names of the network's input columns (``input_features`` checked as
-        ``get_feature_names_out`` does)."""
-        names = _check_feature_names_in(self, input_features)
-        return input_feature_names(names, getattr(self, "is_categorical_", None),
-                                   getattr(self, "categories_", None))
-
-    def _describe_inputs(self, inputs):
-        """The columns of ``X`` that the network input columns ``inputs`` come
-        from, each once: by name (``feature_names_in_``), else by position."""
-        columns = np.unique(input_origin(self._input_widths())[inputs])
-        names = getattr(self, "feature_names_in_", None)
-        return [str(names[j]) if names is not None else int(j) for j in columns]
-
-    def _keep_missing_values(self, layer):
-        """Set ``missing_features_`` and ``missing_indicators_`` (columns of ``X``)
-        from the :class:`~._missing.MissingValues` ``layer`` just fitted (or None)."""
-        origin = input_origin(self._input_widths())
-        self.missing_features_ = origin[missing_columns(layer)]
-        self.missing_indicators_ = origin[indicated_features(layer)]
-
-    def _fill_unseen_missing(self, X, fitted_with_missing):
-        """The network's input rows ``X`` to predict from, with a missing value
-        where the network has no input for one (no :class:`~._missing.MissingValues`
-        layer: the fit rows had none) read as 0, with a warning naming the columns.
-
-        0 in the network's units is the column's mean over the fit rows for a
-        standardised column (``_scaling.py``), the lower of its two values for a
-        two-valued one (as a missing category is a block of zeros), and the
-        implicit zero of sparse input. ``X`` itself when nothing is filled; a
-        copy otherwise."""
-        if fitted_with_missing or not has_missing(X):
-            return X
-        X, inputs = zero_missing(X)
-        described = self._describe_inputs(inputs)
-        warn(
-            f"{type(self).__name__}: X has missing values (NaN) in column(s) {described}, "
-            "but the rows it was fitted on had none, so its network has no input for them: "
-            "they are read as the column's mean over the fit rows (the lower value of a "
-            "two-valued column). Fit on rows with missing values for the network to learn "
-            "from them, or impute upstream to choose the value.",
-            UserWarning,
-        )
-        return X
-
-    def _indicated_inputs(self):
-        """The network input columns of ``missing_indicators_`` (for loading)."""
-        return input_starts(self._input_widths())[self.missing_indicators_]

@@ -27,7 +27,6 @@ from ._head import (
     PretrainedEncoderMixin,
     RandomInitMixin,
 )
-from ._validation import check_features
 from .heads import LOGISTIC, ClassifierHead, fit_logistic_head_, run_head
 from .heads._self_training import unlabeled_sample
 
@@ -141,7 +140,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return self._fit(X, y, X_val, y_val, sample_weight)
 
     def _check_fit_data(self, X, y):
-        return check_features(self, X, y, reset=True)
+        return self._read_fit_rows(X, y)
 
     def _encode_targets(self, y):
         labeled = np.flatnonzero(labeled_mask(y))

@@ -8,7 +8,7 @@ estimator in it, before its network is built:
   ``fit`` would check them;
 - the fitted attributes are known by name, so none can shadow a method, and
   each has its type and its shape relation to the parameters and to the other
-  attributes (``center_`` has ``n_features_in_`` entries, ``target_mean_``
+  attributes (``_table_input`` reads ``n_features_in_`` columns, ``target_mean_``
   ``n_outputs_``, a boosted member's children point forward, ...);
 - the network the parameters and attributes describe is built on torch's
   ``meta`` device, which allocates nothing, and its tensors' names, shapes
@@ -29,9 +29,10 @@ from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
-from ._categorical import MAX_CATEGORIES, input_widths
+from ._categorical import MAX_CATEGORIES
 from ._networks import isolated_global_rng
 from ._precision import PRECISIONS
+from ._table import TableInput
 from .heads._boosting import check_trees
 
 #: What a fitted estimator's ``device_`` may be: a torch device with its index.
@@ -107,6 +108,47 @@ def _flag(state, name, field):
              f"{name} must be True or False, got {state[name]!r}.")
 
 
+def _check_table(state, field):
+    """``_table_input``, a :class:`~._table.TableInput`'s state: its
+    ``categorical_features``, one entry of the numeric map per one of the
+    ``n_features_in_`` columns, its categorical columns' categories and its
+    missing-value columns."""
+    table = state["_table_input"]
+    names = {"categorical_features", *TableInput.FITTED}
+    _require(isinstance(table, dict) and set(table) == names, field("_table_input"),
+             f"_table_input must hold exactly {sorted(names)}.")
+
+    def entry(name):
+        return field(f"_table_input.{name}")
+
+    try:
+        validate_parameter_constraints(TableInput._parameter_constraints,
+                                       {"categorical_features": table["categorical_features"]},
+                                       "TableInput")
+    except InvalidParameterError as error:
+        raise Refused(entry("categorical_features"), str(error)) from None
+    n_features = state["n_features_in_"]
+    _array(table, "center_", entry("center_"), np.float64, (n_features,), finite=True)
+    scale = _array(table, "scale_", entry("scale_"), np.float64, (n_features,), finite=True)
+    _require((scale > 0).all(), entry("scale_"), "scale_ must be finite and positive.")
+    mask = table["is_categorical_"]
+    if mask is not None:
+        mask = _array(table, "is_categorical_", entry("is_categorical_"), bool, (n_features,))
+    categories = table["categories_"]
+    if mask is None:
+        _require(categories is None, entry("categories_"),
+                 "categories_ must be None when no column is categorical.")
+    else:
+        _require(isinstance(categories, list) and len(categories) == int(mask.sum())
+                 and all(isinstance(values, np.ndarray) and values.ndim == 1
+                         and 0 < len(values) <= MAX_CATEGORIES for values in categories),
+                 entry("categories_"),
+                 f"categories_ must hold one array of 1 to {MAX_CATEGORIES} categories for "
+                 "each categorical column.")
+    for name in ("missing_features_", "missing_indicators_"):
+        _indices(table, name, entry(name), n_features)
+
+
 def _check_columns(state, field):
     n_features = _count(state, "n_features_in_", field("n_features_in_"), minimum=1)
     if "feature_names_in_" in state:
@@ -115,28 +157,7 @@ def _check_columns(state, field):
                  and all(isinstance(name, str) for name in names.flat),
                  field("feature_names_in_"),
                  f"feature_names_in_ must be {n_features} strings.")
-    mask = state.get("is_categorical_")
-    if mask is not None:
-        mask = _array(state, "is_categorical_", field("is_categorical_"), bool, (n_features,))
-    categories = state.get("categories_")
-    if mask is None:
-        _require(categories is None, field("categories_"),
-                 "categories_ must be None when no column is categorical.")
-    else:
-        _require(isinstance(categories, list) and len(categories) == int(mask.sum())
-                 and all(isinstance(values, np.ndarray) and values.ndim == 1
-                         and 0 < len(values) <= MAX_CATEGORIES for values in categories),
-                 field("categories_"),
-                 f"categories_ must hold one array of 1 to {MAX_CATEGORIES} categories for "
-                 "each categorical column.")
-    for name in ("center_", "scale_"):
-        values = _array(state, name, field(name), np.float64, (n_features,), finite=True)
-        _require(name == "center_" or (values > 0).all(), field(name),
-                 f"{name} must be finite and positive.")
-    for name in ("missing_features_", "missing_indicators_"):
-        if name in state:
-            _indices(state, name, field(name), n_features)
-    return n_features
+    _check_table(state, field)
 
 
 def _check_training(state, field):
@@ -183,8 +204,7 @@ def _check_head(state, field):
                  field("classes_"), "classes_ must be an array of at least 2 classes.")
         _number(state, "boosting_weight_", field("boosting_weight_"), 0.0, 1.0)
         _number(state, "boosting_temperature_", field("boosting_temperature_"), 1e-6, 1e6)
-        n_inputs = int(input_widths(state["n_features_in_"], state.get("is_categorical_"),
-                                    state.get("categories_")).sum())
+        n_inputs = TableInput.from_state(state["_table_input"]).n_inputs
         _check_trees(state, field("boosted_trees_"), n_inputs, len(classes))
     if "n_outputs_" in state:
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
@@ -212,11 +232,9 @@ def _check_encoder(state, params, field):
 
 
 #: The fitted attributes each kind of estimator may hold (beyond ``network_``).
-_COMMON = {"n_features_in_", "feature_names_in_", "is_categorical_", "categories_", "center_",
-           "scale_", "best_epoch_", "n_epochs_", "history_", "device_", "precision_",
-           "_partial_params", "_sklearn_output_config"}
-_MISSING = {"missing_features_", "missing_indicators_"}
-_ENCODER = _COMMON | _MISSING | {"embedding_mean_", "embedding_scale_", "_n_features_out"}
+_COMMON = {"n_features_in_", "feature_names_in_", "_table_input", "best_epoch_", "n_epochs_",
+           "history_", "device_", "precision_", "_partial_params", "_sklearn_output_config"}
+_ENCODER = _COMMON | {"embedding_mean_", "embedding_scale_", "_n_features_out"}
 _HEAD = _COMMON | {"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_"}
 _CLASSIFIER = {"classes_", "boosting_weight_", "boosted_trees_", "boosting_temperature_",
                "self_training_weight_", "label_spreading_weight_"}
@@ -232,7 +250,8 @@ def allowed_attributes(cls):
         return _ENCODER
     names = set(_HEAD)
     takes_encoder = "encoder" in inspect.signature(cls.__init__).parameters
-    names |= {"encoder_", "max_time_reached_"} if takes_encoder else _MISSING
+    if takes_encoder:
+        names |= {"encoder_", "max_time_reached_"}
     return names | (_CLASSIFIER if hasattr(cls, "predict_proba") else _REGRESSOR)
 
 
@@ -291,8 +310,8 @@ def check_attributes(cls, params, attributes, field):
     def needs(name):
         return f"a fitted {cls.__name__} needs {name!r}."
 
-    required = {"n_features_in_", "center_", "scale_", "best_epoch_", "n_epochs_", "history_",
-                "device_", "precision_"} | (_MISSING & allowed)
+    required = {"n_features_in_", "_table_input", "best_epoch_", "n_epochs_", "history_",
+                "device_", "precision_"}
     _refuse_first(required - set(attributes), field, needs)
     state = {**params, **attributes}
     _check_columns(state, field)
@@ -322,7 +341,8 @@ def check_weights(cls, params, attributes, tensors, field):
     the names, shapes and dtypes of the network the estimator describes, built
     on the ``meta`` device (no memory)."""
     probe = cls.__new__(cls)
-    vars(probe).update({**params, **attributes})
+    vars(probe).update({**params, **attributes,
+                        "_table_input": TableInput.from_state(attributes["_table_input"])})
     try:
         with torch.device("meta"), isolated_global_rng():
             expected = probe._stored_network(probe._network_skeleton()).state_dict()

@@ -28,7 +28,6 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ._base import BasePretextEncoder, _same
 from ._budget import default_pretraining
-from ._categorical import TableInputMixin
 from ._constraints import Satisfies
 from ._device import resolve_device
 from ._engine import (
@@ -39,7 +38,7 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import has_missing, missing_values_layer
+from ._missing import has_missing
 from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
@@ -47,8 +46,9 @@ from ._precision import resolve_precision
 from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
+from ._table import NO_Y, TableAttributes, TableInput, as_pandas
 from ._time_limit import expired, note_if_expired, time_limit
-from ._validation import check_features, check_two_samples, check_validation_features
+from ._validation import check_two_samples
 from ._warnings import warn
 from .methods import QMatchEncoder
 
@@ -111,7 +111,7 @@ class _Supervised:
     unlabeled: object = None
 
 
-class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
+class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
     """Shared supervised stage of the classifiers and regressors (not for direct use).
 
     ``_fit`` checks everything about the labeled rows, gets the encoder
@@ -124,7 +124,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
     fits on), ``_head_choices`` and
     ``_starting_network`` (which heads to train: on a frozen encoder, with it,
     or both), ``_encoder_skeleton()`` (the fitted encoder network's shape,
-    untrained, for loading), ``_embedding_dim()`` and ``_fitted_with_missing()``.
+    untrained, for loading), ``_embedding_dim()`` and ``_reading_table`` (a table
+    input to fit on ``X``, or a fitted one to reuse).
 
     The task (``BaseHeadClassifier``, ``BaseHeadRegressor``):
     ``_check_fit_data`` (validate ``X`` and ``y``), ``_encode_targets`` (which
@@ -224,6 +225,18 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         self._shares_encoder_network = network[0] is encoder_network
         self._keep_targets(encoding, weights)
         return self
+
+    def _read_fit_rows(self, X, y=NO_Y):
+        """``X`` as the network's input rows (and ``y``, checked), read by
+        ``_table_input``: fitted on ``X`` here, or reused whole (``_reading_table``)."""
+        self._table_input = self._reading_table(X)
+        if hasattr(self._table_input, "center_"):  # fitted elsewhere: X's columns recorded
+            return self._table_input.transform(self, X, y, reset=True)
+        return self._table_input.fit_transform(self, X, y)
+
+    def _reading_table(self, X):
+        """A table input to fit on ``X`` (``categorical_features``), or a fitted one."""
+        return TableInput(self.categorical_features)
 
     def _warn_unused_training_params(self, n_labeled):
         """Warn, before any training, when parameters of the AdamW heads were set
@@ -367,7 +380,7 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         ``X_val`` may have)."""
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
-        X_val = check_validation_features(self, X_val, has_missing(X))
+        X_val = self._table_input.validation_rows(self, X_val, has_missing(X))
         y_val = self._validation_target_array(y_val)
         if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(
@@ -380,8 +393,8 @@ class BaseHeadEstimator(PersistenceMixin, TableInputMixin, BaseEstimator):
         """The network's float32 outputs for the rows ``X`` (checked as at fit),
         and with ``return_rows`` the checked rows as the network read them."""
         check_is_fitted(self)
-        X = check_features(self, X, reset=False)
-        X = self._fill_unseen_missing(X, self._fitted_with_missing())
+        X = self._table_input.transform(self, X)
+        X = self._table_input.fill_unseen_missing(self, X)
         outputs = batched_forward(self.network_, X, self.device_, self._n_network_outputs())
         return (outputs, X) if return_rows else outputs
 
@@ -434,11 +447,9 @@ class PretrainedEncoderMixin:
             note_if_expired("pretraining")
         fitted = _unfrozen(encoder)
         check_is_fitted(fitted)
-        if fitted._n_inputs() != X.shape[1]:
-            raise ValueError(
-                f"X has {self.n_features_in_} features, but the encoder was fitted on "
-                f"{fitted.n_features_in_} features."
-            )
+        # the encoder read the same rows with the same categorical_features: the same
+        # table input, kept once
+        self._table_input = fitted._table_input
         self.encoder_ = encoder
         return _head_input(fitted, fitted.network_), self._embedding_dim()
 
@@ -468,41 +479,23 @@ class PretrainedEncoderMixin:
         encoder = _unfrozen(self.encoder_)
         if not encoder.passthrough:
             return encoder.embedding_dim
-        return encoder._n_inputs() + len(encoder.missing_indicators_) + encoder.embedding_dim
-
-    def _fitted_with_missing(self):
-        return len(_unfrozen(self.encoder_).missing_features_) > 0
+        return (encoder._table_input.n_inputs + len(encoder.missing_indicators_)
+                + encoder.embedding_dim)
 
     def _embedding_block(self):
         encoder = _unfrozen(self.encoder_)
         return encoder.embedding_dim if encoder.passthrough else None
 
-    def _categorical_param(self):
-        return ("from_dtype" if self.encoder is None
-                else _unfrozen(self.encoder).categorical_features)
-
-    def _fit_categories(self, X):
-        # a fitted, frozen encoder's network reads the columns it was fitted on, by
-        # position: their names and number are checked as its transform checks them
+    def _reading_table(self, X):
+        # a frozen encoder's network reads the columns as it was fitted on them: its
+        # table input, reused whole (X's names and number checked as its transform does)
         if isinstance(self.encoder, FrozenEstimator):
             fitted = self.encoder.estimator
             check_is_fitted(fitted)
-            validate_data(fitted, X, reset=False, skip_check_array=True)
-            return getattr(fitted, "is_categorical_", None), getattr(fitted, "categories_", None)
-        return super()._fit_categories(X)
-
-    def _fit_scaling(self, numeric, mask):
-        # a fitted, frozen encoder's network reads the columns in its own units
-        if isinstance(self.encoder, FrozenEstimator):
-            fitted = self.encoder.estimator
-            n_features = numeric.shape[1] if mask is None else len(mask)
-            if len(fitted.center_) != n_features:
-                raise ValueError(
-                    f"X has {n_features} features, but the encoder was fitted on "
-                    f"{len(fitted.center_)} features."
-                )
-            return fitted.center_, fitted.scale_
-        return super()._fit_scaling(numeric, mask)
+            validate_data(fitted, as_pandas(X), reset=False, skip_check_array=True)
+            return fitted._table_input
+        return TableInput("from_dtype" if self.encoder is None
+                          else self.encoder.categorical_features)
 
 
 class RandomInitMixin(EncoderNetworkMixin):
@@ -511,11 +504,10 @@ class RandomInitMixin(EncoderNetworkMixin):
     trains."""
 
     def _encoder_network(self, X, encoder_rows, seed, device):
-        missing = missing_values_layer(X, self._describe_inputs)
+        missing = self._table_input.fit_missing_values(self, X)
         with isolated_global_rng():
             network = self._build_encoder(X.shape[1], torch.Generator().manual_seed(seed), missing)
         center_input(network, X, missing)
-        self._keep_missing_values(missing)
         return network.to(device), self.embedding_dim
 
     def _embedding_dim(self):

@@ -270,13 +270,10 @@ class EncoderNetworkMixin:
                                 generator)
         return encoder if missing is None else nn.Sequential(missing, encoder)
 
-    def _fitted_with_missing(self):
-        """Whether the network starts with a :class:`~._missing.MissingValues` layer."""
-        return len(self.missing_features_) > 0
-
     def _encoder_skeleton(self):
         """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
         missing = None
-        if self._fitted_with_missing():
-            missing = missing_values_skeleton(self._n_inputs(), self._indicated_inputs())
-        return self._build_encoder(self._n_inputs(), torch.Generator(), missing)
+        if self._table_input.fitted_with_missing:
+            missing = missing_values_skeleton(self._table_input.n_inputs,
+                                              self._table_input.indicated_inputs())
+        return self._build_encoder(self._table_input.n_inputs, torch.Generator(), missing)

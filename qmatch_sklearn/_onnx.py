@@ -46,9 +46,9 @@ def _network_input_map(estimator):
     center, scale = estimator.center_, estimator.scale_
     mask = getattr(estimator, "is_categorical_", None)
     if mask is not None:
-        starts = input_starts(estimator._input_widths())[~mask]
+        starts = input_starts(estimator._table_input.input_widths())[~mask]
         center, scale = center[~mask], scale[~mask]
-        width = estimator._n_inputs()
+        width = estimator._table_input.n_inputs
         full_center, full_scale = np.zeros(width), np.ones(width)
         full_center[starts], full_scale[starts] = center, scale
         center, scale = full_center, full_scale
@@ -64,7 +64,8 @@ def serving_module(estimator):
 
     check_is_fitted(estimator)
     center, scale = _network_input_map(estimator)
-    scaled = _serving.Scaled(center, scale, fills_missing=not estimator._fitted_with_missing())
+    scaled = _serving.Scaled(center, scale,
+                             fills_missing=not estimator._table_input.fitted_with_missing)
     network = copy.deepcopy(estimator.network_).cpu().eval()
     kind = _kind(estimator)
     if kind == "transformer":
@@ -79,7 +80,7 @@ def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     (rows x the network's input columns, of ``dtype``) and the output ``Y`` (a
     classifier's: the logits ``L`` and the probabilities ``Y``)."""
     outputs = ["L", "Y"] if _kind(estimator) == "classifier" else ["Y"]
-    return _export_module(serving_module(estimator), estimator._n_inputs(), dtype, opset,
+    return _export_module(serving_module(estimator), estimator._table_input.n_inputs, dtype, opset,
                           outputs)
 
 

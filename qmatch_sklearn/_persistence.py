@@ -30,6 +30,7 @@ from ._file_schema import (
 )
 from ._networks import isolated_global_rng
 from ._precision import check_float32_default
+from ._table import TableInput
 from ._version import __version__
 from ._warnings import warn
 
@@ -54,7 +55,8 @@ class PersistenceMixin:
     """State hooks for pickle, joblib, skops and :func:`save`: portable, and safe to read.
 
     ``network_`` is stored as its ``state_dict`` in NumPy arrays (on the CPU,
-    exact values) and ``history_`` as a plain list of dicts. On load the
+    exact values), ``_table_input`` as a dict of its attributes and ``history_``
+    as a plain list of dicts. On load the
     network is rebuilt untrained from the estimator's parameters and fitted
     attributes (``_network_skeleton``), the arrays are copied in, and it moves
     to the device that exists at load time: a model trained on CUDA loads on a
@@ -83,6 +85,8 @@ class PersistenceMixin:
         state = dict(super().__getstate__())
         # a partial_fit run's skorch net (optimiser, teacher, queue) is not saved
         state.pop("_partial_net", None)
+        if "_table_input" in state:
+            state["_table_input"] = self._table_input.state()
         if "network_" in state:
             stored = self._stored_network(self.network_).state_dict()
             state["network_"] = {name: tensor.numpy(force=True) for name, tensor in stored.items()}
@@ -102,6 +106,8 @@ class PersistenceMixin:
         weights = state.pop("network_", None)
         # checked before anything is restored: a refused state leaves no half-built estimator
         tensors = None if weights is None else _tensors_from_arrays(weights, type(self).__name__)
+        if "_table_input" in state:
+            state["_table_input"] = TableInput.from_state(state["_table_input"])
         if "device_" in state:
             state["device_"] = resolve_device(state["device_"])
         if "history_" in state:
@@ -163,7 +169,7 @@ class _Writer:
                 "(see the user guide on saving models)."
             )
         self._paths[id(estimator)] = path
-        state = estimator.__getstate__()
+        state = dict(estimator.__getstate__())  # a copy: object's is the instance's own
         state.pop(VERSION_KEY, None)  # written once, at the top of the file
         weights = state.pop("network_", None)
         params = {

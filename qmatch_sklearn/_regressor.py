@@ -25,7 +25,6 @@ from ._head import (
     RandomInitMixin,
 )
 from ._scaling import mean_and_std
-from ._validation import check_features
 from .heads import RIDGE, RegressorHead, fit_ridge_head_, run_head
 
 
@@ -107,7 +106,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        X = check_features(self, X, reset=True)
+        X = self._read_fit_rows(X)
         y = check_array(
             y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan",
             input_name="y", estimator=self,

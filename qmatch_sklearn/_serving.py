@@ -21,7 +21,7 @@ class Scaled(nn.Module):
     """``x -> (x - center) / scale`` in float64, clipped to +-``MAX_DEVIATION``, as
     float32: the numeric map of ``_scaling.py``; with ``fills_missing`` (a network
     without a missing-values layer) a NaN then becomes 0, as ``predict`` reads it
-    (``TableInputMixin._fill_unseen_missing``)."""
+    (``TableInput.fill_unseen_missing``)."""
 
     def __init__(self, center, scale, fills_missing):
         super().__init__()

@@ -169,7 +169,7 @@ def test_a_table_of_categorical_columns_only(estimator, tmp_path):
     X = X[["colour", "town"]].assign(level=pd.Series(y + 2 * (X["x1"] > 0), dtype=object))
     estimator.fit(X, target)
     np.testing.assert_array_equal(estimator.is_categorical_, [True, True, True])
-    assert estimator._n_inputs() == 4 + 3 + 4
+    assert estimator._table_input.n_inputs == 4 + 3 + 4
     out = estimator.transform(X) if target is None else estimator.predict(X)
     assert np.isfinite(out).all()
     qmatch_sklearn.save(estimator, tmp_path / "model.safetensors")
@@ -201,7 +201,8 @@ def test_save_names_categories_it_cannot_store(tmp_path):
     X, _ = table()
     X = X.assign(bin=pd.cut(X["x1"], 4))  # categories of pandas intervals
     encoder = QMatchEncoder(**TINY).fit(X)
-    with pytest.raises(TypeError, match=r"cannot store 'categories_.2', an array of object "
+    with pytest.raises(TypeError, match=r"cannot store '_table_input.categories_.2', an array of "
+                                        r"object "
                                         r"\(Interval\).*astype\(str\)"):
         qmatch_sklearn.save(encoder, tmp_path / "encoder.safetensors")
     assert not (tmp_path / "encoder.safetensors").exists()

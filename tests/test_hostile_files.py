@@ -68,6 +68,11 @@ def saved(tmp_path_factory):
     return files
 
 
+def _table(entry):
+    """The entries of an estimator's ``_table_input`` in a file's document."""
+    return entry["attributes"]["_table_input"]["items"]
+
+
 def _edited(saved, tmp_path, name, edit_document=None, edit_tensors=None):
     path, _ = saved[name]
     document, tensors, metadata = _read(path)
@@ -123,8 +128,13 @@ EDITS = {
     "a missing tensor": (
         "encoder", None, lambda t: t.pop(sorted(t)[0]), "network_"),
     "an array whose shape does not hold its items": (
-        "encoder", lambda e: e["attributes"]["center_"].update(shape=[5, 5]), None,
-        "center_"),
+        "encoder", lambda e: _table(e)["center_"].update(shape=[5, 5]), None,
+        "_table_input.center_"),
+    "a table input with an attribute of its own": (
+        "encoder", lambda e: _table(e).update(fit=1), None, "_table_input"),
+    "a table input whose categorical_features is a number": (
+        "encoder", lambda e: _table(e).update(categorical_features=3), None,
+        "_table_input.categorical_features"),
     "a class outside the library": (
         "encoder", lambda e: e.update({"class": "Pipeline"}), None, "the top"),
     "a boosted tree whose child points back": (
@@ -133,8 +143,8 @@ EDITS = {
             "__type__": "array", "dtype": "<i8", "shape": [1], "items": [0]}),
         None, "boosted_trees_"),
     "a scale_ of 0": (
-        "encoder", lambda e: e["attributes"]["scale_"]["items"].__setitem__(0, 0.0), None,
-        "scale_"),
+        "encoder", lambda e: _table(e)["scale_"]["items"].__setitem__(0, 0.0), None,
+        "_table_input.scale_"),
     "a self-training weight above 1": (
         "classifier", lambda e: e["attributes"].update(self_training_weight_=2.0), None,
         "self_training_weight_"),

@@ -1,4 +1,4 @@
-"""pandas, polars and pyarrow tables read alike (``_validation.as_pandas``)."""
+"""pandas, polars and pyarrow tables read alike (``_table.as_pandas``)."""
 
 import warnings
 
