@@ -69,12 +69,21 @@ class InputScale(nn.Module):
 
     def __init__(self, n_features):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(n_features))
-        self.register_buffer("mean", torch.zeros(n_features))
-        self.register_buffer("compression", torch.ones(n_features))
-        # each column's bound: BOUND for a compressed column, float32's largest (none,
-        # and finite, as a saved file's numbers must be) for the others
-        self.register_buffer("bound", torch.full((n_features,), torch.finfo(torch.float32).max))
+        self.weight = nn.Parameter(torch.empty(n_features))
+        self.register_buffer("mean", torch.empty(n_features))
+        self.register_buffer("compression", torch.empty(n_features))
+        self.register_buffer("bound", torch.empty(n_features))
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self):
+        """Weight 1, mean 0, compression 1 and each column's bound float32's largest
+        (none, and finite, as a saved file's numbers must be) until the fit rows'
+        statistics set them (:func:`~._scaling.center_input`)."""
+        self.weight.fill_(1.0)
+        self.mean.zero_()
+        self.compression.fill_(1.0)
+        self.bound.fill_(torch.finfo(torch.float32).max)
 
     def forward(self, x):
         bounded = torch.clamp((x - self.mean) * self.compression, -self.bound, self.bound)
@@ -162,7 +171,16 @@ def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generat
             f"architecture='imix' needs a last hidden size divisible by {MAXOUT_PIECES} "
             f"(maxout), got {sizes[-1]}."
         )
-    return lecun_normal_(Encoder(n_features, sizes, embedding_dim, architecture), generator)
+    # the layers' default initialisation, which lecun_normal_ overwrites, is skipped: built
+    # on the meta device, then allocated where the caller builds (meta for a file's check)
+    device = torch.empty(0).device
+    with torch.device("meta"):
+        encoder = Encoder(n_features, sizes, embedding_dim, architecture)
+    encoder.to_empty(device=device)
+    for layer in encoder.modules():
+        if not isinstance(layer, nn.Linear) and hasattr(layer, "reset_parameters"):
+            layer.reset_parameters()
+    return lecun_normal_(encoder, generator)
 
 
 def build_user_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
