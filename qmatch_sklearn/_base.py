@@ -209,13 +209,14 @@ class BasePretextEncoder(
         corruption groups set) and loss, the device and the seeds of the data
         order, the validation split and the validation corruption."""
         self._validate_params()
-        self._table_input = TableInput(self.categorical_features)
-        X = self._table_input.fit_transform(self, X)
+        table = TableInput(self.categorical_features)  # kept once it has read X
+        X = table.fit_transform(self, X)
         check_two_samples(self, X.shape[0])
-        missing = self._table_input.fit_missing_values(self, X)
+        missing = table.fit_missing_values(self, X)
+        self._table_input = table
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
-            self._table_input.input_widths(),
+            table.input_widths(),
         )
         device = resolve_device(self.device)
         self.precision_ = resolve_precision(self.precision, device)

@@ -229,10 +229,14 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
     def _read_fit_rows(self, X, y=NO_Y):
         """``X`` as the network's input rows (and ``y``, checked), read by
         ``_table_input``: fitted on ``X`` here, or reused whole (``_reading_table``)."""
-        self._table_input = self._reading_table(X)
-        if hasattr(self._table_input, "center_"):  # fitted elsewhere: X's columns recorded
-            return self._table_input.transform(self, X, y, reset=True)
-        return self._table_input.fit_transform(self, X, y)
+        X = as_pandas(X)
+        table = self._reading_table(X)
+        if hasattr(table, "center_"):  # fitted elsewhere: X's columns recorded
+            rows = table.transform(self, X, y, reset=True)
+        else:
+            rows = table.fit_transform(self, X, y)
+        self._table_input = table  # kept once it has read X
+        return rows
 
     def _reading_table(self, X):
         """A table input to fit on ``X`` (``categorical_features``), or a fitted one."""
@@ -492,7 +496,7 @@ class PretrainedEncoderMixin:
         if isinstance(self.encoder, FrozenEstimator):
             fitted = self.encoder.estimator
             check_is_fitted(fitted)
-            validate_data(fitted, as_pandas(X), reset=False, skip_check_array=True)
+            validate_data(fitted, X, reset=False, skip_check_array=True)
             return fitted._table_input
         return TableInput("from_dtype" if self.encoder is None
                           else self.encoder.categorical_features)

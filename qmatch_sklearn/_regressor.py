@@ -387,6 +387,16 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     categories_ : list of ndarray or None
         The categories of each categorical column, in the order of its
         one-hot block.
+    missing_features_ : ndarray of int
+        Input features that had missing values (NaN) at fit: the network fills
+        them (with the column's observed mean); empty when ``X`` had none (NaN
+        at transform or predict is then read as the column's fit mean, with a
+        warning).
+    missing_indicators_ : ndarray of int
+        Those of ``missing_features_`` whose missingness was related to the
+        rest of the row at fit (a Bonferroni-corrected correlation test): each
+        gets an indicator channel at the network's input. Values missing
+        completely at random get none.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

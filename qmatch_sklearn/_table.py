@@ -112,14 +112,15 @@ class TableInput(BaseEstimator):
         attributes: what a saved or pickled estimator holds as ``_table_input``
         (every path to a file reads plain values, no class of its own)."""
         return {"categorical_features": self.categorical_features,
-                **{name: getattr(self, name) for name in self.FITTED}}
+                **{name: getattr(self, name) for name in self.FITTED if hasattr(self, name)}}
 
     @classmethod
     def from_state(cls, state):
         """The fitted table input that :meth:`state` described."""
         table = cls(state["categorical_features"])
         for name in cls.FITTED:
-            setattr(table, name, state[name])
+            if name in state:  # all of them once fitted (a file's are checked)
+                setattr(table, name, state[name])
         return table
 
     def fit_transform(self, owner, X, y=NO_Y):
@@ -180,7 +181,8 @@ class TableInput(BaseEstimator):
         ``validate_data`` checks them, then (``categorical_features="from_dtype"``)
         each column's kind against fit's; the numeric columns checked (finite or
         NaN) and mapped, the categorical ones one-hot encoded."""
-        from_dtype = not fit and isinstance(self.categorical_features, str)
+        # kinds checked against fit's where X's columns are checked, not recorded
+        from_dtype = not reset and isinstance(self.categorical_features, str)
         if from_dtype:
             refuse_an_array(owner, X, self.is_categorical_)
         validate_data(owner, X, skip_check_array=True, reset=reset)
@@ -289,7 +291,10 @@ class TableInput(BaseEstimator):
 
 def _table_attribute(name):
     def read(self):
-        return getattr(self._table_input, name)
+        table = vars(self).get("_table_input")
+        if table is None or not hasattr(table, name):  # not fitted
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(table, name)
 
     read.__doc__ = f"``{name}`` of ``_table_input``."
     return property(read)
