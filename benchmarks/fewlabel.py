@@ -384,7 +384,9 @@ def run_qmatch_clf(data, seed, smoke, **params):
                "embedding_weight": classifier.embedding_weight_,
                "boosting_weight": classifier.boosting_weight_,
                "self_training_weight": classifier.self_training_weight_,
-               "label_spreading_weight": classifier.label_spreading_weight_}
+               "label_spreading_weight": classifier.label_spreading_weight_,
+               # the epochs' seconds (skorch's "dur"): the fit's rest is set-up and the head
+               "pretraining_seconds": round(float(sum(encoder.history_[:, "dur"])), 3)}
     return classifier.predict(data.Xp_test), details
 
 
