@@ -1,4 +1,6 @@
-"""The pretraining budget ``max_epochs="auto"``: optimizer steps, not passes over the rows.
+"""Pretraining budgets: the few-label estimators' default encoder's
+(:func:`default_pretraining`), and ``max_epochs="auto"``: optimizer steps, not passes
+over the rows.
 
 A fixed number of epochs is a budget that grows with the table: 100 epochs are 100
 optimizer steps on a 200-row table and 22,000 on 113,000 rows. On the few-label
