@@ -509,7 +509,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit: the network fills
         them (with the column's observed mean); empty when ``X`` had none (NaN
-        at transform or predict is then read as the column's fit mean, with a
+        at predict is then read as the column's fit mean, with a
         warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the
@@ -692,7 +692,7 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit: the network fills
         them (with the column's observed mean); empty when ``X`` had none (NaN
-        at transform or predict is then read as the column's fit mean, with a
+        at predict is then read as the column's fit mean, with a
         warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the

@@ -81,7 +81,7 @@ def _head_input(encoder, network):
     when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
     if not encoder.passthrough:
         return network
-    missing = network[0] if len(encoder.missing_features_) else None
+    missing = network[0] if encoder._table_input.fitted_with_missing else None
     return WithInput(network, *encoder._embedding_balance(), missing)
 
 

@@ -32,27 +32,10 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
-from ._categorical import input_starts
 from ._quantile_graph import QuantileMap
 
 #: The first ONNX opset of torch's exporter.
 MIN_OPSET = 18
-
-
-def _network_input_map(estimator):
-    """``(center, scale)`` of the numeric map over the network's input columns:
-    each numeric column's where it lands, 0 and 1 (the identity) over a
-    categorical column's one-hot block."""
-    center, scale = estimator.center_, estimator.scale_
-    mask = getattr(estimator, "is_categorical_", None)
-    if mask is not None:
-        starts = input_starts(estimator._table_input.input_widths())[~mask]
-        center, scale = center[~mask], scale[~mask]
-        width = estimator._table_input.n_inputs
-        full_center, full_scale = np.zeros(width), np.ones(width)
-        full_center[starts], full_scale[starts] = center, scale
-        center, scale = full_center, full_scale
-    return center, scale
 
 
 def serving_module(estimator):
@@ -63,7 +46,7 @@ def serving_module(estimator):
     from ._head import _head_input
 
     check_is_fitted(estimator)
-    center, scale = _network_input_map(estimator)
+    center, scale = estimator._table_input.network_input_map()
     scaled = _serving.Scaled(center, scale,
                              fills_missing=not estimator._table_input.fitted_with_missing)
     network = copy.deepcopy(estimator.network_).cpu().eval()

@@ -390,7 +390,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     missing_features_ : ndarray of int
         Input features that had missing values (NaN) at fit: the network fills
         them (with the column's observed mean); empty when ``X`` had none (NaN
-        at transform or predict is then read as the column's fit mean, with a
+        at predict is then read as the column's fit mean, with a
         warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the

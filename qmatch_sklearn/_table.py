@@ -273,6 +273,18 @@ class TableInput(BaseEstimator):
         """Width of the network's input: ``X``'s columns, categorical ones one-hot."""
         return int(self.input_widths().sum())
 
+    def network_input_map(self):
+        """``(center, scale)`` of the numeric map over the network's input columns
+        (what the ONNX graph applies): each numeric column's where it lands, 0 and 1
+        (the identity) over a categorical column's one-hot block."""
+        mask = self.is_categorical_
+        if mask is None:
+            return self.center_, self.scale_
+        starts = input_starts(self.input_widths())[~mask]
+        center, scale = np.zeros(self.n_inputs), np.ones(self.n_inputs)
+        center[starts], scale[starts] = self.center_[~mask], self.scale_[~mask]
+        return center, scale
+
     def indicated_inputs(self):
         """The network input columns of ``missing_indicators_``."""
         return input_starts(self.input_widths())[self.missing_indicators_]

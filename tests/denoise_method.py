@@ -198,8 +198,12 @@ class DenoiseEncoder(BasePretextEncoder):
         categorical column). The network reads ``(x - center_) / scale_``, so
         results do not depend on the units of a numeric column.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation, or the gap
-        between its two values (1 for a categorical or constant column).
+        Each numeric column's scale at fit: its standard deviation but at
+        least a tenth of its range, or the gap between its two values (1 for
+        a categorical column, float64's largest for a constant one, which
+        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
+        +-10, so that no value, a rare one or one beyond the fit rows', becomes
+        an outlier.
     embedding_mean_ : ndarray of shape (embedding_dim,)
         Mean embedding over the fit rows, or a random 8,192 of them when there
         are more (``passthrough=True`` centres by it). Only when fitted with

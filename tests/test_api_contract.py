@@ -200,6 +200,17 @@ def test_shared_parameters_are_described_alike(family, shared):
     assert_docstring_consistency(family, include_params=shared)
 
 
+#: The attributes every estimator reads from its table input (``_table.TableAttributes``).
+TABLE_ATTRIBUTES = ["is_categorical_", "categories_", "center_", "scale_", "missing_features_",
+                    "missing_indicators_"]
+
+
+@pytest.mark.parametrize("family", [ENCODERS, CLASSIFIERS + REGRESSORS],
+                         ids=["encoders", "classifiers and regressors"])
+def test_the_table_input_attributes_are_described_alike(family):
+    assert_docstring_consistency(family, include_attrs=TABLE_ATTRIBUTES)
+
+
 #: Parameters a regressor describes otherwise than its classifier twin, and why.
 REGRESSOR_WORDING = {
     "scoring": "the regressors watch the loss only (no accuracy), a mean squared error",
