@@ -123,3 +123,38 @@ def test_the_path_chooses_logistic_regression_cv_s_C(n_classes, random_state):
                        for k, (_, test) in enumerate(folds)])
     np.testing.assert_allclose(scores, reference.scores_[:, 0], atol=2e-3)
     assert Cs[scores.mean(axis=0).argmax()] == reference.C_
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_head_s_path_stops_past_its_best_C_and_chooses_as_the_whole_path(n_classes,
+                                                                            monkeypatch):
+    """The closed-form head solves its Cs in increasing order and stops two falls of
+    the mean held-out score past the best one: on a table whose scores rise to a peak
+    and fall, it averages the same regressions as the whole grid, having solved
+    fewer Cs."""
+    from qmatch_sklearn.heads import _logistic
+
+    X, y = make_classification(n_samples=80, n_features=30, n_informative=3,
+                               n_classes=n_classes, random_state=0)
+    stopped = _logistic.average_logistic(X, y, seed=0, n_embedding=10)
+    patience = _logistic.PATH_PATIENCE
+    monkeypatch.setattr(_logistic, "PATH_PATIENCE", len(_logistic.CS))
+    whole = _logistic.average_logistic(X, y, seed=0, n_embedding=10)
+    for (_, path, scores), (_, whole_path, whole_scores) in zip(
+            stopped.paths, whole.paths, strict=True):
+        reached = scores.shape[1]
+        assert reached < whole_scores.shape[1] == len(_logistic.CS)
+        assert whole_scores.mean(axis=0).argmax() < reached - patience
+        np.testing.assert_array_equal(scores, whole_scores[:, :reached])
+        np.testing.assert_array_equal(path, whole_path[:, :reached])
+    np.testing.assert_array_equal(stopped.coef, whole.coef)
+    np.testing.assert_array_equal(stopped.intercept, whole.intercept)
+
+
+@given(scores=st.lists(st.floats(-10, 0), min_size=1, max_size=10))
+def test_a_path_stops_only_after_falling_at_each_of_its_last_Cs(scores):
+    from qmatch_sklearn.heads._logistic import PATH_PATIENCE, past_the_peak
+
+    falls = np.diff(scores)[-PATH_PATIENCE:]
+    assert past_the_peak(np.array(scores)) == (len(falls) == PATH_PATIENCE
+                                               and bool(np.all(falls < 0)))

@@ -33,7 +33,13 @@ from ._boosting import (
     tries_boosted_member,
 )
 from ._label_spreading import spread_logistic
-from ._logistic_batch import LinearModel, log_likelihood, logistic_path
+from ._logistic_batch import (
+    LinearModel,
+    log_likelihood,
+    logistic_path,
+    regularisation_path,
+    stack_path,
+)
 from ._self_training import self_trained_logistic
 
 #: The head a classifier fits in closed form (``freeze_encoder="auto"``
@@ -45,6 +51,9 @@ LOGISTIC = "logistic"
 LOGISTIC_MAX_ITER = 1000
 #: The logistic head's grid of C, increasing: ``LogisticRegressionCV``'s ten defaults.
 CS = np.logspace(-4, 4, 10)
+#: Cs in a row whose mean held-out score fell, after which a regression's path
+#: stops (:func:`past_the_peak`).
+PATH_PATIENCE = 2
 #: The twins a plain regression of the logistic head may get from the unlabeled rows,
 #: by the fitted attribute that says how much they counted: self-trained
 #: (``self_training=True``) and trained on spread labels (``label_spreading=True``).
@@ -66,7 +75,7 @@ class LogisticAverage:
     None when a class has one row of positive weight), ``paths`` the plain
     regressions' cross-validation as ``(block weight, coefficient paths of
     shape (folds, Cs, outputs, features + 1), held-out scores of shape (folds,
-    Cs))`` (empty without folds).
+    Cs))``, Cs being those its path reached (empty without folds).
     """
 
     coef: np.ndarray
@@ -79,6 +88,17 @@ class LogisticAverage:
 
     def logits(self, rows):
         return rows @ self.coef.T + self.intercept
+
+
+def past_the_peak(scores):
+    """Whether a regularisation path whose mean held-out scores so far, C by C,
+    are ``scores`` can stop: the last ``PATH_PATIENCE`` Cs each scored below the
+    C before. Beyond its best C a logistic regression's held-out log-likelihood
+    falls as C grows (the fit grows confident on its own rows), and the largest
+    Cs are the slowest to solve; where the scores rise again after two falls the
+    later Cs are not tried, a choice ``LogisticRegressionCV``, which solves every
+    C, would make differently."""
+    return len(scores) > PATH_PATIENCE and bool(np.all(np.diff(scores[-PATH_PATIENCE - 1:]) < 0))
 
 
 def head_folds(targets, seed, sample_weight=None):
@@ -123,8 +143,9 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     cross-validation (log-loss) on the labeled rows (:func:`head_folds`: as many
     folds, at most 5, as the smallest class's rows of positive weight allow), as
     ``LogisticRegressionCV`` chooses it, every fold's and the final regression
-    solved as one batch along the grid (:func:`~._logistic_batch.logistic_path`);
-    C=1 when a class has one. When
+    solved as one batch along the grid
+    (:func:`~._logistic_batch.regularisation_path`), which stops past the best
+    C (:func:`past_the_peak`); C=1 when a class has one. When
     ``embeddings`` end with ``n_embedding`` embedding columns beside the input
     features, one regression is fitted for each weight of
     that block (C chosen for each, on the same folds) and their scores are
@@ -161,13 +182,16 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
             for k, (train, _) in enumerate(folds):
                 problems[k, train] = weights[train]
             problems[-1] = weights
-            solution = logistic_path(features, targets, problems, CS, n_classes,
-                                     LOGISTIC_MAX_ITER)
-            scores = np.stack([
-                log_likelihood(features[test], solution.coef[k], solution.intercept[k],
-                               targets[test], weights[test])
-                for k, (_, test) in enumerate(folds)
-            ])  # (folds, Cs)
+            solutions, scores = [], []
+            for at_C in regularisation_path(features, targets, problems, CS, n_classes,
+                                            LOGISTIC_MAX_ITER):
+                solutions.append(at_C)
+                scores.append([log_likelihood(features[test], at_C.coef[k],
+                                              at_C.intercept[k], targets[test], weights[test])
+                               for k, (_, test) in enumerate(folds)])
+                if past_the_peak(np.mean(scores, axis=1)):
+                    break
+            solution, scores = stack_path(solutions), np.array(scores).T  # (folds, Cs)
             chosen = int(scores.mean(axis=0).argmax())
             C, score = float(CS[chosen]), float(scores.mean(axis=0)[chosen])
             paths.append((next(block_of_fit),
@@ -220,16 +244,16 @@ def honest_out_of_fold(average, embeddings, n_embedding=None):
     whole head, cross-validation inside, in every fold: 5 to 6 times the head's
     regressions). The twins, which learn from the unlabeled rows, are left out:
     where a member is tried (50 labeled rows or more) they hold little of the
-    weight. A regression stopped short of convergence is used as it is.
+    weight. A regression stopped short of convergence is used as it is. (Where
+    a path stopped past its best C, the mean score of all folds chose where.)
     """
     n_outputs = average.paths[0][1].shape[2]  # 1 for two classes: the second's logit
     logits = np.zeros((len(embeddings), max(n_outputs, 2)))
     for k, (train, test) in enumerate(average.folds):
         others = np.arange(len(average.folds)) != k
-        scores = np.stack([fold_scores[others].mean(axis=0)
-                           for _, _, fold_scores in average.paths])
-        chosen = scores.argmax(axis=1)  # each regression's C, chosen without fold k
-        p = pseudo_bma_weights(scores.max(axis=1), len(train))
+        scores = [fold_scores[others].mean(axis=0) for _, _, fold_scores in average.paths]
+        chosen = [s.argmax() for s in scores]  # each regression's C, chosen without fold k
+        p = pseudo_bma_weights([s.max() for s in scores], len(train))
         for p_m, (weight, path, _), c in zip(p, average.paths, chosen, strict=True):
             coef = unscaled_coef(path[k, c, :, :-1], n_embedding, weight)
             intercept = path[k, c, :, -1]

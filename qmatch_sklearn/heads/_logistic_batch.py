@@ -250,23 +250,31 @@ def expand(coef, basis):
     return coef if basis is None else coef @ basis
 
 
-def logistic_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
+def regularisation_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
     """Every problem of the batch (row ``weights``, shared ``targets``) solved at
-    every C of ``Cs``, increasing, each C started from the solutions at the
-    previous one (scikit-learn's warm-started path), on ``X`` reduced by
-    :func:`reduce_features` and expanded back: a :class:`LogisticBatch` whose
-    arrays have a second axis for the Cs."""
+    each C of ``Cs`` in turn, increasing, each C started from the solutions at
+    the previous one (scikit-learn's warm-started path), on ``X`` reduced by
+    :func:`reduce_features` and expanded back: yields one :class:`LogisticBatch`
+    per C, so that a caller can stop the path where it has seen enough."""
     features, basis = reduce_features(X)
-    solutions, previous = [], None
+    previous = None
     for C in Cs:
         previous = fit_logistic_batch(features, targets, weights, np.full(len(weights), C),
                                       n_classes, init=previous, max_iter=max_iter, tol=tol)
-        solutions.append(previous)
-    return LogisticBatch(
-        expand(np.stack([s.coef for s in solutions], axis=1), basis),
-        np.stack([s.intercept for s in solutions], axis=1),
-        np.stack([s.n_iter for s in solutions], axis=1),
-    )
+        yield LogisticBatch(expand(previous.coef, basis), previous.intercept, previous.n_iter)
+
+
+def stack_path(solutions):
+    """The solutions of a path, one :class:`LogisticBatch` per C, as one whose
+    arrays have a second axis for the Cs."""
+    return LogisticBatch(*(np.stack([getattr(s, name) for s in solutions], axis=1)
+                           for name in ("coef", "intercept", "n_iter")))
+
+
+def logistic_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
+    """The whole :func:`regularisation_path` along ``Cs``, stacked (:func:`stack_path`)."""
+    return stack_path(list(regularisation_path(X, targets, weights, Cs, n_classes,
+                                               max_iter, tol)))
 
 
 def log_likelihood(X, coef, intercept, targets, weights):
