@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import make_classification
@@ -39,8 +38,8 @@ def _problems(seed, n_rows, n_features, n_classes, n_problems):
 
 
 def _objective(X, y, weights, C, n_classes, coef, intercept):
-    params = torch.cat([torch.as_tensor(coef).flatten(1), torch.as_tensor(intercept)], dim=1)
-    return _Objective(X, y, weights, C, n_classes)(params, torch.arange(len(C)))[0].numpy()
+    params = np.concatenate([np.reshape(coef, (len(C), -1)), intercept], axis=1)
+    return _Objective(X, y, weights, C, n_classes)(params, np.arange(len(C)))[0]
 
 
 @settings(max_examples=25, deadline=None)

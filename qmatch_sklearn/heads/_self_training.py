@@ -25,7 +25,7 @@ log-likelihood, by which the head weighs it against the plain regressions
 import warnings
 
 import numpy as np
-import torch
+from scipy.special import softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
@@ -123,8 +123,8 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
                                   max_iter=max_iter)
 
     everything = solve(np.array([len(trains) - 1]))
-    proba = torch.softmax(class_logits(rows[n_labeled:], everything.coef, everything.intercept),
-                          dim=2).numpy()
+    proba = softmax(class_logits(rows[n_labeled:], everything.coef, everything.intercept),
+                    axis=2)
     if proba.max() < THRESHOLD:  # no row to pseudo-label: no twin, and no fold to run
         return None
     solution = solve(np.arange(len(trains) - 1))
@@ -133,7 +133,7 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
     n_pseudo = np.zeros(len(trains), dtype=int)
     moving = np.ones(len(trains), dtype=bool)
     for _ in range(MAX_ROUNDS):
-        proba = torch.softmax(class_logits(rows[n_labeled:], coef, intercept), dim=2).numpy()
+        proba = softmax(class_logits(rows[n_labeled:], coef, intercept), axis=2)
         confident, pseudo = proba.max(axis=2) >= THRESHOLD, proba.argmax(axis=2)
         for p in np.flatnonzero(moving):
             same = (n_pseudo[p] > 0
