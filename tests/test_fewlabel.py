@@ -233,7 +233,8 @@ def test_gaps_in_standard_errors(gap, cell):
 def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
     xeon = "Intel Xeon, 2 cores, 1 thread(s)"
     frame = pd.DataFrame(
-        _rows("budget", "qmatch_clf", [90.0, 92.0, 94.0], fit_seconds=8.0)
+        _rows("budget", "qmatch_clf", [90.0, 92.0, 94.0], fit_seconds=8.0,
+              details='{"pretraining_seconds": 3.0}')
         + _rows("budget", "catboost", [80.0, 82.0], fit_seconds=1.0)
         # seed 2's CatBoost ran on another machine: not a pair
         + [{**row, "seed": 2, "machine": xeon}
@@ -244,10 +245,15 @@ def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
         + _rows("budget", "catboost", [50.0, 50.0], table="penguins", fit_seconds=1.0))
     header, _, wine, penguins, mean = fewlabel_report.against_catboost_time(frame, "budget")
     assert header.startswith("| Table | qmatch_clf s | catboost s | qmatch_clf / catboost")
-    assert wine == ("| wine | 8.0 | 1.0 | 8.0 ✗ | 91.00 ± 1.41 (2) | 81.00 ± 1.41 (2) |")
+    assert header.endswith("| pretraining s | rest s (head, set-up) |")
+    # 3 s of wine's 8 pretrained: the other 5 are not under them
+    assert wine == ("| wine | 8.0 | 1.0 | 8.0 ✗ | 91.00 ± 1.41 (2) | 81.00 ± 1.41 (2) "
+                    "| 3.0 | 5.0 ✗ |")
+    # penguins' rows predate the measurement: no split
     assert penguins.startswith("| penguins | 2.0 | 1.0 | 2.0 |")
+    assert penguins.endswith("|  |  |")
     # the geometric mean of 8 and 2 is 4, above the 2x goal
-    assert mean == "| **geometric mean of 2 tables** |  |  | 4.0 ✗ |  |  |"
+    assert mean == "| **geometric mean of 2 tables** |  |  | 4.0 ✗ |  |  |  |  |"
     assert fewlabel_report.against_catboost_time(frame, "peers") == []
 
 
