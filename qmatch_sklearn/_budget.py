@@ -35,17 +35,10 @@ def resolve_max_epochs(max_epochs, n_rows, batch_size):
     return min(max(math.ceil(PRETRAINING_STEPS / steps_per_epoch), MIN_EPOCHS), MAX_EPOCHS)
 
 
-#: Pretraining epochs of the few-label estimators' default encoder (``encoder=None``)
-#: at most. On the few-label judge, 100 epochs (the paper's budget, ``QMatchEncoder``'s
+#: Pretraining epochs of the few-label estimators' default encoder (``encoder=None``).
+#: On the few-label judge, 100 epochs (the paper's budget, ``QMatchEncoder``'s
 #: default) took 5-7 times as long for a tenth of a point on the mean of its tables.
 DEFAULT_EPOCHS = 10
-#: The default encoder's optimizer steps beyond which it trains fewer epochs: on a
-#: table of more than ``DEFAULT_STEPS * DEFAULT_BATCH / DEFAULT_EPOCHS`` rows (51,200)
-#: it trains the fewest epochs that reach them (at least one), as ``max_epochs="auto"``
-#: does: its cost stops growing with the rows, and the large tables that make a narrow
-#: table's network the dominant cost of a fit (113,000 rows of Cover Type's 54
-#: columns: 10 epochs were three quarters of the fit) get half the epochs.
-DEFAULT_STEPS = 1000
 #: The default encoder's batch: the paper's, unless its ``DEFAULT_EPOCHS`` would then
 #: make fewer than ``MIN_DEFAULT_STEPS`` optimizer steps (tables of up to 4,608 rows),
 #: where ``SMALL_BATCH`` rows give four times the steps for the same rows seen.
@@ -56,10 +49,7 @@ def default_pretraining(n_rows):
     """``max_epochs`` and ``batch_size`` of the default encoder of a classifier or
     regressor fitted on ``n_rows`` rows: ``DEFAULT_EPOCHS`` epochs in batches of
     ``DEFAULT_BATCH`` rows, or of ``SMALL_BATCH`` where those would make fewer than
-    ``MIN_DEFAULT_STEPS`` steps; fewer epochs (the fewest that make
-    ``DEFAULT_STEPS`` steps) where those would make more."""
-    steps_per_epoch = math.ceil(n_rows / DEFAULT_BATCH)
-    if DEFAULT_EPOCHS * steps_per_epoch < MIN_DEFAULT_STEPS:
-        return {"max_epochs": DEFAULT_EPOCHS, "batch_size": SMALL_BATCH}
-    return {"max_epochs": min(DEFAULT_EPOCHS, math.ceil(DEFAULT_STEPS / steps_per_epoch)),
-            "batch_size": DEFAULT_BATCH}
+    ``MIN_DEFAULT_STEPS`` steps."""
+    steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
+    return {"max_epochs": DEFAULT_EPOCHS,
+            "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH}

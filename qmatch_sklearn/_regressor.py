@@ -242,10 +242,8 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this regressor's
         ``device``, ``precision`` and ``verbose``, seeded from its
         ``random_state``, in batches of 512 rows (128 on tables of up to 4,608
-        rows, where 512 would make fewer than 100 steps), and on tables of
-        more than 51,200 rows the fewest epochs that make 1,000 steps: a
-        tenth of the paper's pretraining or less, for a fit in seconds to
-        minutes. The
+        rows, where 512 would make fewer than 100 steps): a tenth of the
+        paper's pretraining, for a fit in seconds to minutes. The
         head sees the input features beside the embedding, which did better
         with few labels (``benchmarks/results/fewlabel.md``). Pass
         ``QMatchEncoder()`` for the paper's head on the embedding alone. An
