@@ -33,6 +33,7 @@ from qmatch_sklearn.heads._boosting import (
     fit_boosted_member,
     histogram_bins,
     min_samples_leaf,
+    splittable_columns,
     stacking_weight,
     tries_boosted_member,
 )
@@ -110,19 +111,34 @@ def test_the_temperature_divides_the_log_odds(seed, temperature):
     np.testing.assert_allclose(tree_log_proba(trees, X, temperature), expected, atol=1e-10)
 
 
-def test_a_column_never_observed_is_left_out_and_the_others_keep_their_index():
-    """A column all NaN among the labeled rows (or among one fold's) cannot be
-    binned: the trees split on the others, indexed in the whole input."""
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12))
+def test_a_column_splits_when_it_holds_two_values_nan_counting_as_one(seed, n_rows):
+    rng = np.random.RandomState(seed)
+    # few distinct values, NaN among them, so that constant and one-value columns occur
+    X = rng.choice([0.0, 1.0, np.nan], size=(n_rows, 30), p=[0.6, 0.2, 0.2])
+    two_values = [len({"nan" if np.isnan(v) else v for v in column}) >= 2 for column in X.T]
+    np.testing.assert_array_equal(splittable_columns(X), np.flatnonzero(two_values))
+
+
+def test_a_column_it_cannot_split_is_left_out_and_the_others_keep_their_index():
+    """A column all NaN, or of one value, among the labeled rows (or among one
+    fold's) cannot split: the trees split on the others, indexed in the whole
+    input, and draw their features among those alone."""
     X, y = table(4, n_rows=150, missing=0.0)
-    X = np.c_[np.full(len(y), np.nan, np.float32), X]
-    X[:20, 2] = np.nan  # missing in the training part of a fold, or more
+    X = np.c_[np.full(len(y), np.nan, np.float32), np.ones(len(y), np.float32), X]
+    X[:20, 3] = np.nan  # missing in the training part of a fold, or more
     folds = list(StratifiedKFold(5, shuffle=False).split(X, y))
+    X = np.c_[X, np.zeros(len(y), np.float32)]
+    X[folds[0][1][0], -1] = 1.0  # constant in the training part of the first fold only
     trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
-    assert np.isfinite(out_of_fold).all() and 0 not in set(trees["feature"][~trees["is_leaf"]])
-    reference = boosting_model(len(y), 0).fit(X[:, 1:], y)
+    assert np.isfinite(out_of_fold).all()
+    assert not {0, 1} & set(trees["feature"][~trees["is_leaf"]])
+    reference = boosting_model(len(y), 0).fit(X[:, 2:], y)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
-                               reference.predict_proba(X[:, 1:]), atol=1e-12)
+                               reference.predict_proba(X[:, 2:]), atol=1e-12)
     assert fit_boosted_member(np.full_like(X, np.nan), y, folds, 0) is None
+    assert fit_boosted_member(np.ones_like(X), y, folds, 0) is None
 
 
 def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
