@@ -684,10 +684,10 @@ def write_report(csv_path, out_dir, data_home=None):
         f"-{TOLERANCE} points, i.e. a miss of the issue's goal.",
         "",
         f"Machines: {'; '.join(sorted(set(frame['machine'])))}. Most rows: a 2-core AMD "
-        "EPYC (KVM; `budget-v2` and `budget-v3` too; `budget-v4` on a slower one, about 1.7x "
-        "the fit seconds of the same code: ratios pair within a run) or a 2-core Intel Xeon (KVM; configs "
-        "from `auto-v19` to `budget-v1`, CatBoost on Cover Type, CatBoost and "
-        "self-training on MNIST seeds 3-4, LightGBM and XGBoost), every fit "
+        "EPYC (KVM; `budget-v2` and `budget-v3` too; `budget-v4` on a slower one, about "
+        "1.7x the fit seconds of the same code: ratios pair within a run) or a 2-core "
+        "Intel Xeon (KVM; configs from `auto-v19` to `budget-v1`, CatBoost on Cover Type, "
+        "CatBoost and self-training on MNIST seeds 3-4, LightGBM and XGBoost), every fit "
         "on one thread (torch, BLAS and OpenMP), "
         "`nice -n 10`, beside other work. Rows whose machine names a GPU ran on a lent "
         "GPU machine, several fits side by side on a few threads each "
