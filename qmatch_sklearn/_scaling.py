@@ -73,7 +73,7 @@ MAX_DEVIATION = 10.0
 CONSTANT_SCALE = np.finfo(np.float64).max
 
 
-def _observed_moments(X):
+def observed_moments(X):
     """Per column of dense ``X``: the count, mean, minimum and maximum of its
     observed entries, in float64 (one pass in row blocks, :func:`~._missing.dense_blocks`)."""
     n_features = X.shape[1]
@@ -114,7 +114,7 @@ def mean_and_std(values):
 
 
 def _dense_scaling(X):
-    count, mean, low, high = _observed_moments(X)
+    count, mean, low, high = observed_moments(X)
     unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))
     squares = np.zeros(X.shape[1])
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
