@@ -1,6 +1,7 @@
 """Self-supervised representation learning for tabular data, in scikit-learn."""
 
 from ._classifier import QMatchClassifier, SupervisedMLPClassifier
+from ._config import config_context, get_config, set_config
 from ._feature_groups import one_hot_groups
 from ._onnx import register_onnx_converters, to_onnx
 from ._persistence import InconsistentVersionWarning, load, save
@@ -35,10 +36,13 @@ __all__ = [
     "VICRegEncoder",
     "VIMEEncoder",
     "__version__",
+    "config_context",
+    "get_config",
     "load",
     "one_hot_groups",
     "paper_param_grid",
     "register_onnx_converters",
     "save",
+    "set_config",
     "to_onnx",
 ]

@@ -34,6 +34,8 @@ from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ._captured_step import CapturedStep, captures_steps
+from ._config import get_config
 from ._distributed import (
     average_gradients,
     broadcast_state,
@@ -365,7 +367,26 @@ class PretextNet(_TabularNetMixin, NeuralNet):
             broadcast_state(self.module_)
             # each process corrupts (and shuffles its share) with its own draws
             self.generator.manual_seed(self.generator.initial_seed() + self.group_.rank)
+        self.captured_step_ = None
+        if self._captures_steps():
+            self.captured_step_ = CapturedStep(
+                self._bare_train_step, lambda: self.optimizer_.zero_grad(set_to_none=True),
+                self.generator)
         return self
+
+    def _captures_steps(self):
+        return captures_steps(get_config()["cuda_graph"], self.device, self.precision,
+                              current_group() is not None)
+
+    def get_params_for_optimizer(self, prefix, named_parameters):
+        args, kwargs = super().get_params_for_optimizer(prefix, named_parameters)
+        # a recorded step keeps AdamW's step counts on the device
+        return args, ({**kwargs, "capturable": True} if self._captures_steps() else kwargs)
+
+    def _zero_grad_optimizer(self, set_to_none=None):
+        # a recorded step writes the gradients where its capture put them
+        captured = self.captured_step_ is not None and self.captured_step_.captured
+        super()._zero_grad_optimizer(set_to_none=False if captured else set_to_none)
 
     def get_default_callbacks(self):
         # the epoch's losses of every process, before they are printed or read
@@ -394,7 +415,20 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         self.backward(loss)
         return {"loss": loss, "y_pred": outputs}
 
+    def _bare_train_step(self, x):
+        """One step without skorch's bookkeeping (what :class:`CapturedStep` records):
+        the loss, backward, AdamW's step and the method's ``after_step``."""
+        loss, outputs = self._pretext_loss(x, self.generator)
+        loss.backward()
+        self.optimizer_.step()
+        self.module_.after_step(outputs)
+        return loss.detach()
+
     def train_step(self, batch, **fit_params):
+        x = batch[0]
+        if self.captured_step_ is not None and len(x) == self.batch_size:
+            self._set_training(True)
+            return {"loss": self.captured_step_(x), "y_pred": None}
         step = super().train_step(batch, **fit_params)
         outputs = step["y_pred"]
         if self.group_ is not None:

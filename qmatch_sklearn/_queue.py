@@ -13,10 +13,11 @@ class EmbeddingQueue(nn.Module):
     Algorithm 1). The buffer is a ring at a fixed address, as MoCo's
     ``_dequeue_and_enqueue`` keeps it: a push writes over the oldest rows in
     place (a new tensor every step would rule out a captured CUDA graph), and
-    ``head`` is the row of the newest entry. The loss reads every row alike, so
-    the rows' order in the buffer does not matter; in FIFO order (newest
-    first) they are ``embeddings.roll(-head, 0)``, which holds exactly the rows
-    of a FIFO that put each batch on top and dropped the bottom.
+    ``head`` (a tensor, read by no host code) is the row of the newest entry.
+    The loss reads every row alike, so the rows' order in the buffer does not
+    matter; in FIFO order (newest first) they are
+    ``embeddings.roll(-int(head), 0)``, which holds exactly the rows of a FIFO
+    that put each batch on top and dropped the bottom.
 
     Parameters
     ----------
@@ -32,7 +33,9 @@ class EmbeddingQueue(nn.Module):
         super().__init__()
         initial = torch.randn(size, dim, generator=generator)
         self.register_buffer("embeddings", F.normalize(initial, dim=1))
-        self.head = 0
+        # a tensor beside the rows, so that a captured step moves it on replay
+        self.register_buffer("head", torch.zeros((), dtype=torch.long), persistent=False)
+        self.register_buffer("offsets", torch.arange(size), persistent=False)
 
     @torch.no_grad()
     def push(self, batch):
@@ -40,10 +43,6 @@ class EmbeddingQueue(nn.Module):
         batch of more rows than the queue keeps its first (newest) ones."""
         size = len(self.embeddings)
         batch = batch.detach()[:size]
-        self.head = (self.head - len(batch)) % size
-        end = self.head + len(batch)
-        if end <= size:
-            self.embeddings[self.head:end].copy_(batch)
-        else:  # wraps around the end of the buffer
-            self.embeddings[self.head:].copy_(batch[: size - self.head])
-            self.embeddings[: end - size].copy_(batch[size - self.head:])
+        self.head.sub_(len(batch)).remainder_(size)
+        rows = (self.offsets[: len(batch)] + self.head).remainder_(size)
+        self.embeddings.index_copy_(0, rows, batch.to(self.embeddings.dtype))

@@ -3,6 +3,7 @@ model fitted there serves on a CPU. Skipped where torch sees no CUDA device (CI)
 GPU machine with ``python -m pytest tests/test_cuda.py``."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from qmatch_sklearn import (
     QMatchEncoder,
     QMatchRegressor,
     SupervisedMLPClassifier,
+    config_context,
     load,
     save,
 )
@@ -129,3 +131,22 @@ def test_nan_unseen_at_fit_is_filled_on_the_gpu_as_on_the_cpu(digits):
         proba = clf.predict_proba(holes)
     filled = holes.fillna({"x3": frame["x3"].mean()})
     np.testing.assert_allclose(clf.predict_proba(filled), proba, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_a_recorded_step_trains_as_the_eager_step_does(name, digits):
+    """``set_config(cuda_graph=True)``: every method's step is recorded as a CUDA
+    graph (no warning: nothing fell back to eager), and the fit's losses and weights
+    stay those of eager steps within float tolerance (the same draws: the
+    generator is registered with the graph)."""
+    X, _ = digits
+    params = tiny_method_params(name, device="cuda", max_epochs=2, validation_fraction=None)
+    eager = METHODS[name](**params).fit(X)
+    with config_context(cuda_graph=True), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        recorded = METHODS[name](**params).fit(X)
+    np.testing.assert_allclose(recorded.history_[:, "train_loss"],
+                               eager.history_[:, "train_loss"], rtol=1e-3)
+    for key, value in eager.network_.state_dict().items():
+        torch.testing.assert_close(recorded.network_.state_dict()[key], value,
+                                   rtol=1e-3, atol=1e-4)

@@ -129,7 +129,7 @@ def test_step_uses_pre_update_teacher_embeddings_then_ema_then_queue():
     module.after_step(outputs)
     for old, new, s in zip(before, module.teacher.parameters(), student_params, strict=True):
         torch.testing.assert_close(new, 0.5 * old + 0.5 * s.detach())
-    newest_first = module.queue.embeddings.roll(-module.queue.head, 0)
+    newest_first = module.queue.embeddings.roll(-int(module.queue.head), 0)
     torch.testing.assert_close(newest_first[:16], teacher)
     torch.testing.assert_close(newest_first[16:], queue[: 64 - 16])
 

@@ -68,7 +68,7 @@ def test_loss_is_minimal_when_student_matches_teacher_at_equal_temperature():
 
 def _fifo(queue):
     """The queue's rows newest first (its buffer is a ring whose newest row is ``head``)."""
-    return queue.embeddings.roll(-queue.head, 0)
+    return queue.embeddings.roll(-int(queue.head), 0)
 
 
 def test_queue_starts_as_unit_vectors_and_is_newest_first_fifo():

@@ -1,0 +1,40 @@
+"""Library-wide settings, in the manner of :func:`sklearn.set_config`."""
+
+from contextlib import contextmanager
+
+_CONFIG = {"cuda_graph": False}
+
+
+def get_config():
+    """The current settings, as a new dict (see :func:`set_config`)."""
+    return dict(_CONFIG)
+
+
+def set_config(cuda_graph=None):
+    """Set library-wide settings; None leaves a setting as it is.
+
+    Parameters
+    ----------
+    cuda_graph : bool, default=None
+        Whether pretext training on a CUDA device records one full training
+        step (corruption, both forwards, the loss, backward, AdamW, the
+        teacher's and queue's updates) as a CUDA graph after a few eager steps,
+        and replays it for every full batch: one launch a step instead of
+        hundreds. False (the default) runs every step eagerly. Not under
+        ``precision="16-mixed"`` (its gradient scaler reads the host) nor
+        data-parallel training, which stay eager; a step that cannot be
+        captured warns and the fit goes on eagerly.
+    """
+    if cuda_graph is not None:
+        _CONFIG["cuda_graph"] = bool(cuda_graph)
+
+
+@contextmanager
+def config_context(**settings):
+    """:func:`set_config` for the ``with`` block only."""
+    before = get_config()
+    set_config(**settings)
+    try:
+        yield
+    finally:
+        _CONFIG.update(before)
