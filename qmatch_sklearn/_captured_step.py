@@ -15,13 +15,20 @@ import torch
 WARMUP_STEPS = 3
 
 
-def captures_steps(cuda_graph, device, precision, distributed):
+#: The first torch whose generators survive a failed capture (their capture state is
+#: kept per capture), so that the fit can go on eagerly.
+MIN_TORCH = (2, 13)
+
+
+def captures_steps(cuda_graph, device, precision, distributed, recordable=True):
     """Whether a pretext fit records its step: asked for (``cuda_graph``), on a CUDA
-    ``device``, and neither ``precision="16-mixed"`` (its gradient scaler reads the
-    host at each step) nor ``distributed`` (gradients averaged between processes)."""
-    mixed16 = precision == "16-mixed"
-    return bool(cuda_graph) and torch.device(device).type == "cuda" and not (mixed16
-                                                                            or distributed)
+    ``device`` with torch ``MIN_TORCH`` or later, a ``recordable`` method (see
+    ``PretextModule.recordable``), and neither ``precision="16-mixed"`` (its
+    gradient scaler reads the host at each step) nor ``distributed`` (gradients
+    averaged between processes)."""
+    version = tuple(int(part) for part in torch.__version__.split(".")[:2])
+    able = recordable and version >= MIN_TORCH and torch.device(device).type == "cuda"
+    return bool(cuda_graph) and able and not (precision == "16-mixed" or distributed)
 
 
 class CapturedStep:
@@ -42,12 +49,13 @@ class CapturedStep:
     recorded warns once, naming the error, and every later step runs eagerly.
     """
 
-    def __init__(self, step, zero_grad, generator):
+    def __init__(self, step, zero_grad, generator, device):
         self.step, self.zero_grad, self.generator = step, zero_grad, generator
+        self.device = torch.device(device)
         self.graph = self.x = self.loss = None
         self.eager_steps = 0
         self.failed = False
-        self.side_stream = torch.cuda.Stream()
+        self.side_stream = torch.cuda.Stream(self.device)
 
     @property
     def captured(self):
@@ -55,31 +63,32 @@ class CapturedStep:
         return self.graph is not None
 
     def __call__(self, x):
-        if self.captured:
-            self.x.copy_(x)
-            self.graph.replay()
-            return self.loss.clone()
-        if self.failed or self.eager_steps < WARMUP_STEPS:
-            return self._eager(x)
-        return self._capture(x)
+        with torch.cuda.device(self.device):  # streams and capture on the fit's GPU
+            if self.captured:
+                self.x.copy_(x)
+                self.graph.replay()
+                return self.loss.clone()
+            if self.failed or self.eager_steps < WARMUP_STEPS:
+                return self._eager(x)
+            return self._capture(x)
 
     def _eager(self, x):
         self.eager_steps += 1
         self.zero_grad()
         if self.failed:
             return self.step(x)
-        self.side_stream.wait_stream(torch.cuda.current_stream())
+        self.side_stream.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(self.side_stream):
             loss = self.step(x)
-        torch.cuda.current_stream().wait_stream(self.side_stream)
+        torch.cuda.current_stream(self.device).wait_stream(self.side_stream)
         return loss
 
     def _capture(self, x):
         self.x = x.clone()
         self.zero_grad()
         graph = torch.cuda.CUDAGraph()
-        graph.register_generator_state(self.generator)
         try:
+            graph.register_generator_state(self.generator)
             with torch.cuda.graph(graph):
                 self.loss = self.step(self.x)
         except RuntimeError as error:

@@ -22,8 +22,14 @@ def set_config(cuda_graph=None):
         and replays it for every full batch: one launch a step instead of
         hundreds. False (the default) runs every step eagerly. Not under
         ``precision="16-mixed"`` (its gradient scaler reads the host) nor
-        data-parallel training, which stay eager; a step that cannot be
-        captured warns and the fit goes on eagerly.
+        data-parallel training, which stay eager, nor i-Mix (whose draws go
+        through the host); a step that cannot be captured warns and the fit
+        goes on eagerly.
+
+    Notes
+    -----
+    The settings hold for the whole process (every thread), and only for it:
+    set them in each worker that joblib or Dask starts.
     """
     if cuda_graph is not None:
         _CONFIG["cuda_graph"] = bool(cuda_graph)

@@ -21,6 +21,7 @@ device placement. We change what matters for tabular self-supervision:
 import contextlib
 import functools
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -369,14 +370,17 @@ class PretextNet(_TabularNetMixin, NeuralNet):
             self.generator.manual_seed(self.generator.initial_seed() + self.group_.rank)
         self.captured_step_ = None
         if self._captures_steps():
+            # AdamW warns once that capturable steps run uncaptured: the warm-up steps do
+            self.optimizer_._warned_capturable_if_run_uncaptured = True
+            net = weakref.proxy(self)  # no cycle: the graph's memory goes with the net
             self.captured_step_ = CapturedStep(
-                self._bare_train_step, lambda: self.optimizer_.zero_grad(set_to_none=True),
-                self.generator)
+                lambda x: net._bare_train_step(x),
+                lambda: net.optimizer_.zero_grad(set_to_none=True), self.generator, self.device)
         return self
 
     def _captures_steps(self):
         return captures_steps(get_config()["cuda_graph"], self.device, self.precision,
-                              current_group() is not None)
+                              current_group() is not None, self.module_.recordable)
 
     def get_params_for_optimizer(self, prefix, named_parameters):
         args, kwargs = super().get_params_for_optimizer(prefix, named_parameters)

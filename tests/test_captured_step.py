@@ -28,6 +28,9 @@ class FakeGraph:
 
 
 class FakeStream:
+    def __init__(self, device=None):
+        self.device = device
+
     def wait_stream(self, other):
         pass
 
@@ -43,6 +46,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Stream", FakeStream)
     monkeypatch.setattr(torch.cuda, "current_stream", FakeStream)
     monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "CUDAGraph", new_graph)
     monkeypatch.setattr(torch.cuda, "graph", lambda graph: contextlib.nullcontext())
     return graphs
@@ -66,7 +70,7 @@ class Step:
 
 def test_warm_up_steps_run_eagerly_then_one_capture_serves_every_later_batch(fake_cuda):
     step, generator = Step(), torch.Generator()
-    captured = CapturedStep(step, step.zero_grad, generator)
+    captured = CapturedStep(step, step.zero_grad, generator, "cuda")
     batches = [torch.full((4,), float(i)) for i in range(WARMUP_STEPS + 3)]
     losses = [float(captured(batch)) for batch in batches]
     assert captured.captured and len(fake_cuda) == 1
@@ -80,7 +84,7 @@ def test_warm_up_steps_run_eagerly_then_one_capture_serves_every_later_batch(fak
 
 def test_a_step_that_cannot_be_recorded_warns_once_and_trains_on_eagerly(fake_cuda):
     step = Step(fail_on_capture=True)
-    captured = CapturedStep(step, step.zero_grad, torch.Generator())
+    captured = CapturedStep(step, step.zero_grad, torch.Generator(), "cuda")
     for _ in range(WARMUP_STEPS):
         captured(torch.ones(2))
     with pytest.warns(RuntimeWarning, match="could not be recorded.*stream is capturing.*"
@@ -93,17 +97,23 @@ def test_a_step_that_cannot_be_recorded_warns_once_and_trains_on_eagerly(fake_cu
     assert step.runs == WARMUP_STEPS + 3
 
 
-@pytest.mark.parametrize("cuda_graph, device, precision, distributed, expected", [
-    (True, "cuda", "32-true", False, True),
-    (True, "cuda:1", "bf16-mixed", False, True),
-    (False, "cuda", "32-true", False, False),
-    (True, "cpu", "32-true", False, False),
-    (True, "cuda", "16-mixed", False, False),  # the gradient scaler reads the host
-    (True, "cuda", "32-true", True, False),  # gradients averaged between processes
+@pytest.mark.parametrize("cuda_graph, device, precision, distributed, recordable, expected", [
+    (True, "cuda", "32-true", False, True, True),
+    (True, "cuda:1", "bf16-mixed", False, True, True),
+    (False, "cuda", "32-true", False, True, False),
+    (True, "cpu", "32-true", False, True, False),
+    (True, "cuda", "16-mixed", False, True, False),  # the gradient scaler reads the host
+    (True, "cuda", "32-true", True, True, False),  # gradients averaged between processes
+    (True, "cuda", "32-true", False, False, False),  # i-Mix's draws go through the host
 ])
 def test_fits_record_their_step_only_where_asked_and_able(cuda_graph, device, precision,
-                                                         distributed, expected):
-    assert captures_steps(cuda_graph, device, precision, distributed) is expected
+                                                         distributed, recordable, expected):
+    assert captures_steps(cuda_graph, device, precision, distributed, recordable) is expected
+
+
+def test_a_torch_whose_generators_break_on_a_failed_capture_never_records(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.12.1+cu126")
+    assert not captures_steps(True, "cuda", "32-true", False)
 
 
 def test_the_setting_is_off_by_default_and_a_context_restores_it():

@@ -254,14 +254,21 @@ class _HostSyncSentinel(torch.utils._python_dispatch.TorchDispatchMode):
 def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
     """Every method's epoch (per batch: corruption with feature groups, forwards,
     loss, backward, AdamW, EMA, queue) under a sentinel that raises on a host read
-    (issue #58); the losses are read once, after the last batch (a list on the CPU,
-    which dispatches no scalar read), and the history holds them per batch as
-    ``loss.item()`` gave them."""
+    or a copy to the host (issue #58), except i-Mix's, which copies its draws
+    (``PretextModule.recordable``: False); the losses are read once, after the
+    last batch (a list on the CPU, which dispatches no scalar read), and the
+    history holds them per batch as ``loss.item()`` gave them."""
     steps = []
     train_step, run_single_epoch = PretextNet.train_step, PretextNet.run_single_epoch
 
+    def host_copy(*args, **kwargs):
+        raise AssertionError("a training step copies a tensor to the host")
+
     def recorded_step(self, batch, **fit_params):
-        step = train_step(self, batch, **fit_params)
+        with monkeypatch.context() as step_only:  # no-ops on the CPU, copies on a GPU
+            step_only.setattr(torch.Tensor, "cpu", host_copy)
+            step_only.setattr(torch.Tensor, "numpy", host_copy)
+            step = train_step(self, batch, **fit_params)
         steps.append(step["loss"].detach().clone())
         return step
 
@@ -275,6 +282,10 @@ def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
     groups = {} if name == "imix" else {"feature_groups": [[0, 1], [2, 3]]}
     estimator = METHODS[name](**tiny_method_params(name, max_epochs=2,
                                                    validation_fraction=None, **groups))
+    if name == "imix":  # its Beta draws go through the host: it is not recorded on a GPU
+        with pytest.raises(AssertionError, match="copies a tensor to the host"):
+            estimator.fit(X)
+        return
     estimator.fit(X)
     assert len(steps) == 2 * 5  # 300 rows in batches of 64, twice
     recorded = [batch["train_loss"] for epoch in estimator.history_ for batch in epoch["batches"]]
@@ -363,16 +374,23 @@ def test_pretext_validation_runs_the_network_as_a_training_step_does(X, monkeypa
 
 
 class EagerStep:
-    """A :class:`~qmatch_sklearn._captured_step.CapturedStep` that never records:
-    the step it would record, run eagerly."""
+    """A :class:`~qmatch_sklearn._captured_step.CapturedStep` whose "graph" is the
+    step it would record, run eagerly; it counts as captured after its first
+    step, so that skorch's step on the last, shorter batch zeroes the gradients
+    in place, as after a real capture. ``sizes`` holds the batches it ran."""
 
-    captured = False
+    sizes = []
 
-    def __init__(self, step, zero_grad, generator):
+    def __init__(self, step, zero_grad, generator, device):
         self.step, self.zero_grad = step, zero_grad
+
+    @property
+    def captured(self):
+        return bool(self.sizes)
 
     def __call__(self, x):
         self.zero_grad()
+        self.sizes.append(len(x))
         return self.step(x)
 
 
@@ -387,7 +405,9 @@ def test_the_step_a_cuda_graph_records_trains_as_skorchs_step(name, X, monkeypat
     reference = METHODS[name](**params).fit(X)
     monkeypatch.setattr(_engine, "captures_steps", lambda *args: True)
     monkeypatch.setattr(_engine, "CapturedStep", EagerStep)
+    monkeypatch.setattr(EagerStep, "sizes", [])
     bare = METHODS[name](**params).fit(X)
+    assert EagerStep.sizes == [64] * 4 * 3  # the 44-row batches took skorch's step
     np.testing.assert_allclose(bare.history_[:, "train_loss"],
                                reference.history_[:, "train_loss"], rtol=1e-6)
     for key, value in reference.network_.state_dict().items():

@@ -32,6 +32,9 @@ class PretextModule(nn.Module):
 
     #: The per-row output fields ``after_step`` reads (gathered across processes).
     gathered = ()
+    #: Whether a step reads nothing from the host, so that it can be recorded as a
+    #: CUDA graph (``set_config(cuda_graph=True)``).
+    recordable = True
 
     def __init__(self, encoder):
         super().__init__()

@@ -82,6 +82,8 @@ def beta_draws(alpha, n, generator, device):
 class IMixModule(PretextModule):
     """Encoder plus projection MLP; mixes each row with a random partner row."""
 
+    recordable = False  # its Beta draws go through the host (:func:`beta_draws`)
+
     def __init__(self, encoder, projector, alpha):
         super().__init__(encoder)
         self.projector = projector
