@@ -324,6 +324,9 @@ PRETRAINING_BUDGET = (
      "qmatch_clf"),
     ("10 epochs everywhere, the solver in NumPy (budget-v3)", "budget-v3", "qmatch_clf"),
     ("the defaults (budget-v4)", "budget-v4", "qmatch_clf"),
+    ("+ the member's bins at most one per leaf of rows (member-bins, not adopted)",
+     "member-bins", "qmatch_clf"),
+    ("+ never below 64 bins (member-bins-floor, a screen)", "member-bins-floor", "qmatch_clf"),
 )
 
 #: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
@@ -395,7 +398,13 @@ STEP_SECTIONS = (
      "tables of more than 51,200 rows: Cover Type 5, MNIST 9; not adopted), "
      "`budget-v3` (`budget-v2` with 10 epochs everywhere, the solver in NumPy) and "
      "today's `QMatchClassifier()` (`budget-v4`: the boosted member splits only the "
-     "columns that vary among its rows), "
+     "columns that vary among its rows), `member-bins` (`budget-v4` with the member's "
+     "histogram bins at most one per leaf of rows, `n_rows // min_samples_leaf`; on the "
+     "six tables with a member, CatBoost in the same run; not adopted: it lost the HIGGS "
+     "sample's member on seed 12 at 16 bins) and `member-bins-floor` (that cap never "
+     "below 64 bins; a screen on four tables without CatBoost, commit 8bda409 of branch "
+     "`member-bins-floor`: Cover Type and MNIST, whose caps are above 64, are "
+     "`member-bins`' code path), "
      "against `auto-v20`'s 100 epochs on the same draws (the encoder of `epochs10-v20` "
      "is seeded by the judge's seed, the default one by the classifier's: the same "
      "rows, other initialisations). What the accuracy pays for the fit time of issue "
