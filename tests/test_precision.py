@@ -49,6 +49,13 @@ def test_resolution_on_the_cpu(precision, fast, expected, fast_bf16):
         assert resolve_precision(precision, "cpu") == expected
 
 
+def test_auto_keeps_float32_on_cuda(fast_bf16):
+    """bf16 autocast trained slower than float32 on an H200 (precision_cuda.md)."""
+    fast_bf16(True)
+    assert resolve_precision("auto", "cuda") == "32-true"
+    assert resolve_precision("auto", "cuda:0") == "32-true"
+
+
 def test_bf16_on_a_cpu_without_bf16_units_runs_with_a_warning(fast_bf16):
     fast_bf16(False)
     with pytest.warns(UserWarning, match="no bf16 matrix units"):
