@@ -22,9 +22,9 @@ def set_config(cuda_graph=None):
         and replays it for every full batch: one launch a step instead of
         hundreds. False (the default) runs every step eagerly. Not under
         ``precision="16-mixed"`` (its gradient scaler reads the host) nor
-        data-parallel training, which stay eager, nor i-Mix (whose draws go
-        through the host); a step that cannot be captured warns and the fit
-        goes on eagerly.
+        data-parallel training, which stay eager, nor i-Mix with an ``alpha``
+        other than 1 (its Beta draws go through the host); a step that cannot
+        be captured warns and the fit goes on eagerly.
 
     Notes
     -----

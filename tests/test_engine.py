@@ -252,12 +252,14 @@ class _HostSyncSentinel(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("name", sorted(METHODS))
-def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
+@pytest.mark.parametrize("name, imix_alpha", [*((name, None) for name in sorted(METHODS)),
+                                              ("imix", 0.5)])
+def test_a_training_epoch_never_reads_the_device_back(name, imix_alpha, monkeypatch):
     """Every method's epoch (per batch: corruption with feature groups, forwards,
     loss, backward, AdamW, EMA, queue) under a sentinel that raises on a host read
-    or a copy to the host (issue #58), except i-Mix's, which copies its draws
-    (``PretextModule.recordable``: False); the losses are read once, after the
+    or a copy to the host (issue #58), i-Mix's at its default Beta(1, 1) (other
+    alphas copy their draws: ``PretextModule.recordable`` is False for them, which
+    the test with ``imix_alpha`` checks); the losses are read once, after the
     last batch (a list on the CPU, which dispatches no scalar read), and the
     history holds them per batch as ``loss.item()`` gave them."""
     steps = []
@@ -284,7 +286,8 @@ def test_a_training_epoch_never_reads_the_device_back(name, monkeypatch):
     groups = {} if name == "imix" else {"feature_groups": [[0, 1], [2, 3]]}
     estimator = METHODS[name](**tiny_method_params(name, max_epochs=2,
                                                    validation_fraction=None, **groups))
-    if name == "imix":  # its Beta draws go through the host: it is not recorded on a GPU
+    if imix_alpha is not None:  # its Beta draws go through the host: it is not recorded
+        estimator.set_params(alpha=imix_alpha)
         with pytest.raises(AssertionError, match="copies a tensor to the host"):
             estimator.fit(X)
         return
@@ -353,7 +356,7 @@ class EagerStep:
         return self.step(x)
 
 
-@pytest.mark.parametrize("name", ["qmatch", "dino"])
+@pytest.mark.parametrize("name", ["qmatch", "dino", "imix"])
 def test_the_step_a_cuda_graph_records_trains_as_skorchs_step(name, X, monkeypatch):
     """What ``set_config(cuda_graph=True)`` records on a GPU
     (``PretextNet._bare_train_step``: the loss, backward, AdamW with its step counts

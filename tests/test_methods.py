@@ -3,12 +3,16 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import expit, log_softmax, softmax
+from scipy.stats import beta
 from sklearn.datasets import make_blobs
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
 from qmatch_sklearn import METHODS, QMatchClassifier, paper_param_grid
+from qmatch_sklearn.methods import imix
 from qmatch_sklearn.methods.dino import dino_loss
 from qmatch_sklearn.methods.imix import imix_npair_loss
 from qmatch_sklearn.methods.simclr import nt_xent_loss
@@ -184,3 +188,17 @@ def test_paper_param_grid():
         assert set(paper_param_grid(name)) <= set(cls().get_params())
     with pytest.raises(ValueError, match="Unknown method 'byol'"):
         paper_param_grid("byol")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([0.2, 1.0, 3.0]))
+def test_imix_beta_draws_are_scipys_inverse_cdf_of_the_same_uniforms(seed, alpha):
+    """Beta(alpha, alpha) by SciPy's inverse CDF of the generator's uniforms; at
+    alpha 1 the uniforms themselves, the same float32 values, kept on the device
+    (so that i-Mix's default step can be recorded: ``recordable``)."""
+    uniforms = torch.rand(257, generator=torch.Generator().manual_seed(seed))
+    lam = imix.beta_draws(alpha, 257, torch.Generator().manual_seed(seed), "cpu")
+    expected = beta.ppf(uniforms.numpy(), alpha, alpha).astype(np.float32)
+    np.testing.assert_array_equal(lam.numpy(), expected)
+    module = imix.IMixModule(torch.nn.Identity(), torch.nn.Identity(), alpha)
+    assert module.recordable is (alpha == 1)

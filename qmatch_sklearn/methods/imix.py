@@ -74,20 +74,28 @@ class IMixNPairLoss(nn.Module):
 
 
 def beta_draws(alpha, n, generator, device):
-    """n draws of Beta(alpha, alpha) by inverse CDF of uniforms from ``generator``."""
-    uniforms = torch.rand(n, generator=generator, device=device).cpu().numpy()
-    return torch.as_tensor(beta.ppf(uniforms, alpha, alpha).astype(np.float32), device=device)
+    """n draws of Beta(alpha, alpha) by inverse CDF of uniforms from ``generator``.
+    Beta(1, 1) is the uniform distribution: its draws are the uniforms themselves
+    and stay on the device; other alphas go through the host (SciPy's inverse)."""
+    uniforms = torch.rand(n, generator=generator, device=device)
+    if alpha == 1:
+        return uniforms
+    lam = beta.ppf(uniforms.cpu().numpy(), alpha, alpha).astype(np.float32)
+    return torch.as_tensor(lam, device=device)
 
 
 class IMixModule(PretextModule):
     """Encoder plus projection MLP; mixes each row with a random partner row."""
 
-    recordable = False  # its Beta draws go through the host (:func:`beta_draws`)
-
     def __init__(self, encoder, projector, alpha):
         super().__init__(encoder)
         self.projector = projector
         self.alpha = alpha
+
+    @property
+    def recordable(self):
+        """Beta draws other than the uniform's go through the host (:func:`beta_draws`)."""
+        return self.alpha == 1
 
     def forward(self, x, generator):
         lam = beta_draws(self.alpha, len(x), generator, x.device)
