@@ -455,8 +455,10 @@ def markdown(r):
     lines += [
         "",
         f"**Ratio library / bare (median samples/s): {r['ratio']:.3f}** (goal >= 0.9: "
-        f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios: "
-        + ", ".join(f"{x:.3f}" for x in r["pair_ratios"]),
+        f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios (each pair run back "
+        f"to back, so a change in the machine's speed between pairs cancels): "
+        + ", ".join(f"{x:.3f}" for x in r["pair_ratios"])
+        + f", median {float(np.median(r['pair_ratios'])):.3f}",
         "",
         (
             f"- All pairs ran with other processes below {percent(config['quiet_threshold'])} of "
