@@ -194,7 +194,8 @@ BUDGETS = {
         "paper", {"architecture": "imix"},
         {"max_epochs": 200, "device": "auto", "precision": "auto"},
         {"device": "auto", "precision": "auto"},
-        note="the paper's i-Mix network (63M parameters), at most 200 pretext epochs, bf16 "
-             "where `precision=\"auto\"` picks it: GPU only",
+        note="the paper's i-Mix network (63M parameters), at most 200 pretext epochs, "
+             "`precision=\"auto\"` (bf16 for the H200 rows committed so far; float32 on a "
+             "GPU since `\"auto\"` keeps float32 on CUDA, where bf16 trained slower)",
     ),
 }

@@ -45,11 +45,11 @@ def test_every_encoder_trains_on_the_gpu_and_returns_host_float32(name, precisio
     assert np.isfinite(encoder.history_[:, "train_loss"]).all()
 
 
-def test_auto_precision_picks_bf16_on_a_gpu_with_bf16_units():
+def test_auto_precision_keeps_float32_on_a_gpu():
+    """bf16 autocast trained slower than float32 on an H200 (precision_cuda.md)."""
     encoder = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1, precision="auto"))
     encoder.fit(np.random.RandomState(0).normal(size=(256, 6)).astype(np.float32))
-    expected = "bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true"
-    assert encoder.precision_ == expected
+    assert encoder.precision_ == "32-true"
 
 
 def test_a_gpu_model_serves_on_the_cpu_through_pickle_and_the_file_format(

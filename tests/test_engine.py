@@ -164,8 +164,9 @@ def test_sparse_input_is_densified_one_batch_at_a_time():
     encoder = QMatchEncoder(**tiny_encoder_params(max_epochs=1))
     # the first fit in a process imports modules lazily (torch pulls in sympy): a
     # small warm-up keeps those allocations out of the measured peak
-    warm_up = QMatchEncoder(**tiny_encoder_params(max_epochs=1, validation_fraction=None))
-    warm_up.fit(X[:200]).transform(X[:200])
+    with warnings.catch_warnings():  # its validation split is small
+        warnings.simplefilter("ignore")
+        QMatchEncoder(**tiny_encoder_params(max_epochs=1)).fit(X[:200]).transform(X[:200])
     tracemalloc.start()
     try:
         with warnings.catch_warnings():
@@ -258,8 +259,8 @@ def test_a_training_epoch_never_reads_the_device_back(name, imix_alpha, monkeypa
     """Every method's epoch (per batch: corruption with feature groups, forwards,
     loss, backward, AdamW, EMA, queue) under a sentinel that raises on a host read
     or a copy to the host (issue #58), i-Mix's at its default Beta(1, 1) (other
-    alphas copy their draws: ``PretextModule.recordable`` is False for them, which
-    the test with ``imix_alpha`` checks); the losses are read once, after the
+    alphas copy their draws, which the case with ``imix_alpha`` checks, and are
+    not ``PretextModule.recordable``); the losses are read once, after the
     last batch (a list on the CPU, which dispatches no scalar read), and the
     history holds them per batch as ``loss.item()`` gave them."""
     steps = []
