@@ -27,6 +27,7 @@ from qmatch_sklearn.heads._boosting import (
     MAX_MIN_SAMPLES_LEAF,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
+    MIN_CAPPED_BINS,
     boosting_model,
     check_trees,
     export_trees,
@@ -445,12 +446,14 @@ def test_as_many_bins_as_distinct_values_grow_the_same_trees(seed, n_rows, missi
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 600), st.integers(1, 5))
 def test_bins_hold_at_least_a_leaf_of_rows(seed, n_rows, rows_per_leaf):
-    """No more bins than the rows can fill at ``rows_per_leaf`` a bin, nor than the
-    columns' distinct values; never fewer than 2 or more than ``MAX_BINS``."""
+    """No more bins than the rows can fill at ``rows_per_leaf`` a bin (unless that
+    is fewer than ``MIN_CAPPED_BINS``), nor than the columns' distinct values;
+    never fewer than 2 or more than ``MAX_BINS``."""
     X = np.random.default_rng(seed).normal(size=(n_rows, 3))
     bins = histogram_bins(X, rows_per_leaf)
     assert 2 <= bins <= MAX_BINS
-    assert bins == max(2, min(n_rows // rows_per_leaf, n_rows, MAX_BINS))
+    cap = max(n_rows // rows_per_leaf, MIN_CAPPED_BINS)
+    assert bins == max(2, min(cap, n_rows, MAX_BINS))
 
 
 def test_check_trees_refuses_shared_children_and_leaves_pointing_outside():
