@@ -45,6 +45,7 @@ from ._distributed import (
     global_mean,
     shard,
 )
+from ._networks import batch_statistics
 from ._precision import autocast, grad_scaler
 from ._split import AUTO_MIN_VALIDATION_ROWS
 from ._time_limit import deadline
@@ -154,33 +155,40 @@ class SliceBatches:
     """Mini-batches of a :class:`Rows`, in a fresh random order per epoch
     when ``shuffle`` is set.
 
-    With ``drop_singleton`` a last batch of one row is skipped, since batch
-    normalisation cannot train on a single row.
+    A last batch of one row, which batch normalisation cannot normalise by its
+    own statistics, is skipped with ``drop_singleton`` (training) or joins the
+    batch before it with ``merge_singleton``.
     """
 
-    def __init__(self, rows, batch_size, shuffle=False, generator=None, drop_singleton=False):
+    def __init__(self, rows, batch_size, shuffle=False, generator=None, drop_singleton=False,
+                 merge_singleton=False):
         self.rows = rows
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.generator = generator
         self.drop_singleton = drop_singleton
+        self.merge_singleton = merge_singleton
 
-    def _stop(self):
+    def _bounds(self):
         n = len(self.rows)
-        if self.drop_singleton and n > 1 and n % self.batch_size == 1:
-            return n - 1
-        return n
+        starts = list(range(0, n, self.batch_size))
+        singleton = len(starts) > 1 and n % self.batch_size == 1
+        if singleton and (self.drop_singleton or self.merge_singleton):
+            starts.pop()
+            if self.drop_singleton:
+                n -= 1
+        return list(zip(starts, [*starts[1:], n], strict=True))
 
     def __len__(self):
-        return -(-self._stop() // self.batch_size)
+        return len(self._bounds())
 
     def __iter__(self):
         index = self.rows.index
         if self.shuffle:
             order = torch.randperm(len(index), generator=self.generator, device=index.device)
             index = index[order]
-        for start in range(0, self._stop(), self.batch_size):
-            yield self.rows.batch(index[start : start + self.batch_size])
+        for start, stop in self._bounds():
+            yield self.rows.batch(index[start:stop])
 
 
 def _decay_groups(named_parameters, weight_decay):
@@ -395,11 +403,6 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         (copying them too doubled the best-epoch copy of the paper's network)."""
         return self.module_.encoder
 
-    def get_iterator(self, dataset, training=False):
-        if self.group_ is not None:
-            dataset = dataset.subset(shard(dataset.index, self.group_))
-        return super().get_iterator(dataset, training=training)
-
     def _pretext_loss(self, X, generator):
         with self.autocast():
             outputs = self.module_(X, generator)
@@ -437,10 +440,22 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         self.module_.after_step(outputs)
         return step
 
+    def get_iterator(self, dataset, training=False):
+        if self.group_ is not None:
+            dataset = dataset.subset(shard(dataset.index, self.group_))
+        if training:
+            return super().get_iterator(dataset, training=True)
+        # a last row alone joins the batch before it: batch statistics need two
+        return SliceBatches(dataset, self.batch_size, merge_singleton=True)
+
     def validation_step(self, batch, **fit_params):
-        self._set_training(False)
-        with torch.no_grad():
-            loss, outputs = self._pretext_loss(batch[0], self.valid_generator_)
+        """The pretext loss of a validation batch as training computes it: in
+        train mode, normalised by the batch's own statistics (which a
+        one-row validation set has not: it reads the running ones)."""
+        x = batch[0]
+        mode = batch_statistics(self.module_) if len(x) > 1 else contextlib.nullcontext()
+        with torch.no_grad(), mode:
+            loss, outputs = self._pretext_loss(x, self.valid_generator_)
         return {"loss": loss, "y_pred": outputs}
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):

@@ -12,6 +12,7 @@ or gives a network of the user's own (a module, or a factory of one);
 
 import copy
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -231,6 +232,27 @@ def check_encoder_output(network, n_features, embedding_dim):
             f"n_features={n_features}) to shape {shape}; expected (batch=2, "
             f"embedding_dim={embedding_dim}). Build it for those widths."
         )
+
+
+@contextmanager
+def batch_statistics(module):
+    """``module`` in train mode with its batch norms normalising by each batch's
+    own statistics and leaving their running statistics as they are: the
+    network as a training step runs it, for a loss that measures what training
+    does (running statistics estimated on corrupted rows put a rare column far
+    from where a batch puts it), without changing the network."""
+    norms = [layer for layer in module.modules()
+             if isinstance(layer, nn.modules.batchnorm._BatchNorm) and layer.track_running_stats]
+    training = module.training
+    module.train()
+    for layer in norms:
+        layer.track_running_stats = False
+    try:
+        yield module
+    finally:
+        for layer in norms:
+            layer.track_running_stats = True
+        module.train(training)
 
 
 def isolated_global_rng():

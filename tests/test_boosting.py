@@ -27,6 +27,7 @@ from qmatch_sklearn.heads._boosting import (
     MAX_MIN_SAMPLES_LEAF,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
+    MIN_CAPPED_BINS,
     boosting_model,
     check_trees,
     export_trees,
@@ -40,6 +41,13 @@ from qmatch_sklearn.heads._boosting import (
 from qmatch_sklearn.heads._prediction import Trees, tree_depth
 
 from .conftest import tiny_encoder_params
+
+
+def member_model(X, y, seed):
+    """The boosting as the member fits it on all columns of ``X``: its bins
+    hold at least a leaf of rows."""
+    bins = histogram_bins(X, min_samples_leaf(len(y)))
+    return boosting_model(len(y), seed, bins).fit(X, y)
 
 
 def tree_log_proba(trees, X, temperature):
@@ -134,7 +142,7 @@ def test_a_column_it_cannot_split_is_left_out_and_the_others_keep_their_index():
     trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
     assert np.isfinite(out_of_fold).all()
     assert not {0, 1} & set(trees["feature"][~trees["is_leaf"]])
-    reference = boosting_model(len(y), 0).fit(X[:, 2:], y)
+    reference = member_model(X[:, 2:], y, 0)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
                                reference.predict_proba(X[:, 2:]), atol=1e-12)
     assert fit_boosted_member(np.full_like(X, np.nan), y, folds, 0) is None
@@ -151,8 +159,7 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
     held_out = np.zeros((len(y), 3))
     for train, test in folds:
-        held_out[test] = boosting_model(len(train), 3).fit(X[train], y[train]).decision_function(
-            X[test])
+        held_out[test] = member_model(X[train], y[train], 3).decision_function(X[test])
 
     def score(t):
         log_proba = log_softmax(held_out / t, axis=1)[np.arange(len(y)), y]
@@ -161,7 +168,7 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     np.testing.assert_allclose(out_of_fold, log_softmax(held_out / temperature, axis=1),
                                atol=1e-9)
     assert score(temperature * 1.5) < score(temperature) > score(temperature / 1.5)
-    whole = boosting_model(len(y), 3).fit(X, y)
+    whole = member_model(X, y, 3)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)), whole.predict_proba(X),
                                atol=1e-12)
 
@@ -434,6 +441,19 @@ def test_as_many_bins_as_distinct_values_grow_the_same_trees(seed, n_rows, missi
                               np.arange(X.shape[1])) for max_bins in (bins, MAX_BINS))
     for key in full:
         np.testing.assert_array_equal(cut[key], full[key])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 600), st.integers(1, 5))
+def test_bins_hold_at_least_a_leaf_of_rows(seed, n_rows, rows_per_leaf):
+    """No more bins than the rows can fill at ``rows_per_leaf`` a bin (unless that
+    is fewer than ``MIN_CAPPED_BINS``), nor than the columns' distinct values;
+    never fewer than 2 or more than ``MAX_BINS``."""
+    X = np.random.default_rng(seed).normal(size=(n_rows, 3))
+    bins = histogram_bins(X, rows_per_leaf)
+    assert 2 <= bins <= MAX_BINS
+    cap = max(n_rows // rows_per_leaf, MIN_CAPPED_BINS)
+    assert bins == max(2, min(cap, n_rows, MAX_BINS))
 
 
 def test_check_trees_refuses_shared_children_and_leaves_pointing_outside():

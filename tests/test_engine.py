@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
@@ -375,3 +377,46 @@ def test_the_step_a_cuda_graph_records_trains_as_skorchs_step(name, X, monkeypat
                                reference.history_[:, "train_loss"], rtol=1e-6)
     for key, value in reference.network_.state_dict().items():
         torch.testing.assert_close(bare.network_.state_dict()[key], value, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 8), st.sampled_from(["keep", "drop", "merge"]))
+def test_batches_cover_the_rows_and_a_last_row_alone_is_dropped_or_merged(n_rows, batch_size,
+                                                                           singleton):
+    """Batches are consecutive slices of ``batch_size`` rows; a last batch of one row
+    (after others) is skipped with ``drop_singleton`` and joins the batch before
+    it with ``merge_singleton``; every other row is served once."""
+    rows = _engine.Rows(torch.arange(n_rows, dtype=torch.float32)[:, None], None,
+                        torch.arange(n_rows))
+    batches = _engine.SliceBatches(rows, batch_size, drop_singleton=singleton == "drop",
+                                   merge_singleton=singleton == "merge")
+    served = [batch[0][:, 0].long().tolist() for batch in batches]
+    assert len(served) == len(batches)
+    alone = n_rows > batch_size and n_rows % batch_size == 1
+    expected = list(range(n_rows - (alone and singleton == "drop")))
+    assert [row for batch in served for row in batch] == expected
+    if alone and singleton != "keep":
+        assert min(map(len, served)) > 1
+
+
+def test_pretext_validation_runs_the_network_as_a_training_step_does(X, monkeypatch):
+    """The validation loss normalises each batch by its own statistics (train
+    mode, issue #55) and leaves the running statistics where training put them;
+    a last validation row alone joins the batch before it."""
+    seen = []
+    loss = PretextNet._pretext_loss
+
+    def spy(net, x, generator):
+        if torch.is_grad_enabled():
+            return loss(net, x, generator)
+        norms = [m for m in net.module_.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+        before = [m.running_mean.clone() for m in norms]
+        result = loss(net, x, generator)
+        kept = all(torch.equal(b, m.running_mean) for b, m in zip(before, norms, strict=True))
+        seen.append((len(x), all(m.training for m in norms), kept))
+        return result
+
+    monkeypatch.setattr(PretextNet, "_pretext_loss", spy)
+    QMatchEncoder(**tiny_encoder_params(validation_fraction=0.25, batch_size=37)).fit(X)
+    assert seen and all(training and kept for _, training, kept in seen)
+    assert {size for size, _, _ in seen} == {37, 38}  # 75 validation rows: 37 + 38

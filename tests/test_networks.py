@@ -1,10 +1,20 @@
-"""The encoder network's construction (issue #58): no default initialisation spent."""
+"""The encoder network: its construction (issue #58: no default initialisation
+spent) and the batch statistics a validation loss reads (issue #55)."""
 
+import copy
+
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from qmatch_sklearn._networks import Encoder, build_encoder, isolated_global_rng, lecun_normal_
+from qmatch_sklearn._networks import (
+    Encoder,
+    batch_statistics,
+    build_encoder,
+    isolated_global_rng,
+    lecun_normal_,
+)
 
 
 @pytest.mark.parametrize("architecture, hidden_sizes", [("mlp", (32, 16)), ("imix", (32, 16))])
@@ -29,3 +39,23 @@ def test_the_encoder_is_built_where_the_caller_builds():
     with torch.device("meta"):
         built = build_encoder(9, (4096, 4096), 4, "mlp", torch.Generator())
     assert {tensor.device.type for tensor in built.state_dict().values()} == {"meta"}
+
+
+def test_batch_statistics_normalise_by_the_batch_and_leave_the_running_ones():
+    """Under ``batch_statistics`` a network's batch norms read each batch's own
+    statistics, as in a training step, but do not move their running statistics;
+    the network's mode comes back as it was."""
+    network = Encoder(6, (8,), 4, "mlp")
+    network.eval()
+    x = 3 * torch.randn(32, 6, generator=torch.Generator().manual_seed(0)) + 2
+    running = {name: value.clone() for name, value in network.state_dict().items()}
+    with torch.no_grad(), batch_statistics(network):
+        inside = network(x)
+        assert network.training
+    assert not network.training
+    for name, value in network.state_dict().items():
+        assert torch.equal(value, running[name]), name
+    trained = copy.deepcopy(network).train()
+    with torch.no_grad():
+        np.testing.assert_allclose(inside, trained(x), atol=1e-6)  # a training step's forward
+        assert not torch.allclose(inside, network(x))  # not the running statistics
