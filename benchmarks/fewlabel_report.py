@@ -273,7 +273,7 @@ def picked_without_hindsight(part, ours="qmatch_clf"):
 
 #: The configuration of the library's defaults: the one compared with every contender
 #: (a later configuration may be a variant that was not adopted).
-DEFAULTS_CONFIG = "budget-v4"
+DEFAULTS_CONFIG = "budget-v5"
 
 #: The few-label head's changes of issue #31 as (label, config, contender), the first
 #: the head before them; each is compared with it on the same tables and seeds.
@@ -323,10 +323,17 @@ PRETRAINING_BUDGET = (
     ("+ at most 1,000 steps on large tables (budget-v2, not adopted)", "budget-v2",
      "qmatch_clf"),
     ("10 epochs everywhere, the solver in NumPy (budget-v3)", "budget-v3", "qmatch_clf"),
-    ("the defaults (budget-v4)", "budget-v4", "qmatch_clf"),
+    ("the member splits only columns that vary (budget-v4)", "budget-v4", "qmatch_clf"),
     ("+ the member's bins at most one per leaf of rows (member-bins, not adopted)",
      "member-bins", "qmatch_clf"),
     ("+ never below 64 bins (member-bins-floor, a screen)", "member-bins-floor", "qmatch_clf"),
+    ("budget-v4 + pretext validation in train mode (pretext-trainmode, a screen)",
+     "pretext-trainmode", "qmatch_clf"),
+    ("the defaults: both (budget-v5)", "budget-v5", "qmatch_clf"),
+    ("+ the member's 150 rounds at twice the rate (member-150, a screen)", "member-150",
+     "qmatch_clf"),
+    ("+ batch-norm statistics of the clean rows (clean-stats, a screen)", "clean-stats",
+     "qmatch_clf"),
 )
 
 #: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
@@ -397,15 +404,21 @@ STEP_SECTIONS = (
      "paths stopped past their best C, and the fewest epochs that make 1,000 steps on "
      "tables of more than 51,200 rows: Cover Type 5, MNIST 9; not adopted), "
      "`budget-v3` (`budget-v2` with 10 epochs everywhere, the solver in NumPy) and "
-     "today's `QMatchClassifier()` (`budget-v4`: the boosted member splits only the "
+     "`budget-v4` (the boosted member splits only the "
      "columns that vary among its rows), `member-bins` (`budget-v4` with the member's "
      "histogram bins at most one per leaf of rows, `n_rows // min_samples_leaf`; on the "
      "six tables with a member, CatBoost in the same run; not adopted: it lost the HIGGS "
-     "sample's member on seed 12 at 16 bins) and `member-bins-floor` (that cap never "
-     "below 64 bins; a screen on four tables without CatBoost, commit 8bda409, reachable "
-     "from main's history but not merged into its code: Cover Type and MNIST, whose caps "
-     "are above 64, are "
-     "`member-bins`' code path), "
+     "sample's member on seed 12 at 16 bins), `member-bins-floor` (that cap never "
+     "below 64 bins; a screen on four tables without CatBoost, commit 8bda409: Cover Type "
+     "and MNIST, whose caps are above 64, are `member-bins`' code path), "
+     "`pretext-trainmode` (`budget-v4` with the pretext validation loss measured in train "
+     "mode, each batch normalised by its own statistics; a screen without CatBoost, "
+     "commit 0f361ac), today's `QMatchClassifier()` (`budget-v5`: both, judged whole "
+     "with CatBoost) and two screens on it without CatBoost: `member-150` (the member's "
+     "150 rounds at learning rate 0.06 for 300 at 0.03, commit 146b422) and `clean-stats` "
+     "(the encoder's batch norms given the statistics of clean fit rows after "
+     "pretraining, commit c46b67b); screen commits are reachable from main's history, "
+     "their code not merged unless adopted, "
      "against `auto-v20`'s 100 epochs on the same draws (the encoder of `epochs10-v20` "
      "is seeded by the judge's seed, the default one by the classifier's: the same "
      "rows, other initialisations). What the accuracy pays for the fit time of issue "
@@ -694,7 +707,8 @@ def write_report(csv_path, out_dir, data_home=None):
         f"-{TOLERANCE} points, i.e. a miss of the issue's goal.",
         "",
         f"Machines: {'; '.join(sorted(set(frame['machine'])))}. Most rows: a 2-core AMD "
-        "EPYC (KVM; `budget-v2` and `budget-v3` too; `budget-v4` on a slower one, about "
+        "EPYC (KVM; `budget-v2` and `budget-v3` too; `budget-v4` and `budget-v5` on a "
+        "slower one, about "
         "1.7x the fit seconds of the same code: ratios pair within a run) or a 2-core "
         "Intel Xeon (KVM; configs from `auto-v19` to `budget-v1`, CatBoost on Cover Type, "
         "CatBoost and self-training on MNIST seeds 3-4, LightGBM and XGBoost), every fit "
