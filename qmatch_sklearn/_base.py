@@ -22,6 +22,7 @@ from ._engine import (
     keep_trained,
     make_net,
     net_result,
+    population_statistics,
     split_datasets,
     train_net,
 )
@@ -178,8 +179,9 @@ class BasePretextEncoder(
         self : object
             The encoder, fitted on the chunks seen so far. The numeric
             columns' units (``center_``, ``scale_``) are those of the first
-            chunk; with ``passthrough=True`` the balance of the embedding block
-            (``embedding_mean_``, ``embedding_scale_``) is that of the last chunk.
+            chunk; the batch norms' statistics that ``transform`` normalises by
+            and, with ``passthrough=True``, the balance of the embedding block
+            (``embedding_mean_``, ``embedding_scale_``) are those of the last chunk.
         """
         net = getattr(self, "_partial_net", None)
         if net is None:
@@ -231,6 +233,7 @@ class BasePretextEncoder(
 
     def _keep(self, module, result, device, X, missing):
         """Store the trained encoder and what ``transform`` needs from the rows ``X``."""
+        population_statistics(module.encoder, X, device, self.batch_size)
         keep_trained(self, module.encoder, result, device)
         self._n_features_out = self.embedding_dim
         if not self.passthrough:

@@ -756,6 +756,48 @@ def batched_forward(module, X, device, out_dim):
     return out
 
 
+#: At most this many rows, in a fixed random order, estimate the batch norms'
+#: population statistics (:func:`population_statistics`): 16 batches of 512.
+STATISTICS_ROWS = 8192
+
+
+@torch.no_grad()
+def population_statistics(module, X, device, batch_size):
+    """Set the running statistics of ``module``'s batch norms to their population
+    statistics over clean rows: the inference network of Ioffe & Szegedy (2015,
+    "Batch normalization", section 3.1 and algorithm 2), the mean over batches of
+    ``batch_size`` rows of ``X`` (at most ``STATISTICS_ROWS``, in a fixed random
+    order, split into batches of equal size) of each batch's mean and unbiased
+    variance, each batch normalised by its own statistics as in training.
+
+    Pretraining leaves the running statistics of the batches it trained on, which
+    the student saw corrupted (Q-Match, section 3: the student embeds a corrupted
+    row) and which weigh the last batches most; the embedding of a clean row is
+    then normalised by statistics of other rows. The parameters are unchanged.
+    """
+    norms = [layer for layer in module.modules()
+             if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)
+             and layer.track_running_stats]
+    rows = np.random.default_rng(0).permutation(X.shape[0])[:STATISTICS_ROWS]
+    n_batches = -(-len(rows) // batch_size)
+    if not norms or len(rows) < 2 * n_batches:  # a batch of one row has no variance
+        return
+    momenta = [layer.momentum for layer in norms]
+    for layer in norms:
+        layer.reset_running_stats()
+        layer.momentum = None  # a cumulative average: every batch weighs the same
+    module.train()
+    try:
+        for batch in np.array_split(rows, n_batches):
+            chunk = X[np.sort(batch)]
+            chunk = chunk.toarray() if sp.issparse(chunk) else chunk
+            module(torch.as_tensor(chunk, device=device))
+    finally:
+        module.eval()
+        for layer, momentum in zip(norms, momenta, strict=True):
+            layer.momentum = momentum
+
+
 @dataclass(frozen=True)
 class TrainingSettings:
     """The training parameters an estimator hands to :func:`train_net`

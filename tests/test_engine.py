@@ -412,3 +412,35 @@ def test_pretext_validation_runs_the_network_as_a_training_step_does(X, monkeypa
     QMatchEncoder(**tiny_encoder_params(validation_fraction=0.25, batch_size=37)).fit(X)
     assert seen and all(training and kept for _, training, kept in seen)
     assert {size for size, _, _ in seen} == {37, 38}  # 75 validation rows: 37 + 38
+
+
+@pytest.mark.parametrize("n_rows, batch_size", [(90, 128), (300, 64)])
+def test_transform_normalises_by_the_clean_rows_population_statistics(n_rows, batch_size):
+    """After pretraining, each batch norm's running statistics are the mean over
+    equal batches of the clean fit rows (as the numeric map leaves them) of each
+    batch's mean and unbiased variance (Ioffe & Szegedy's inference network),
+    whatever the corrupted training batches left there."""
+    X, _ = make_classification(n_samples=n_rows, n_features=6, random_state=0)
+    X = X.astype(np.float32)
+    encoder = QMatchEncoder(**tiny_encoder_params(batch_size=batch_size,
+                                                  validation_fraction=None)).fit(X)
+    network, mapped = encoder.network_, encoder._table_input.transform(encoder, X)
+    norm = next(m for m in network.modules() if isinstance(m, torch.nn.BatchNorm1d))
+    inputs = []
+    handle = norm.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
+    rows = np.random.default_rng(0).permutation(n_rows)
+    n_batches = -(-n_rows // batch_size)
+    saved = {key: value.clone() for key, value in network.state_dict().items()}
+    network.train()
+    with torch.no_grad():
+        for batch in np.array_split(rows, n_batches):
+            network(torch.as_tensor(mapped[np.sort(batch)]))
+    network.eval()
+    network.load_state_dict(saved)
+    handle.remove()
+    assert len(inputs) == n_batches
+    means = torch.stack([h.mean(0) for h in inputs]).mean(0)
+    variances = torch.stack([h.var(0) for h in inputs]).mean(0)
+    torch.testing.assert_close(norm.running_mean, means, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(norm.running_var, variances, rtol=1e-5, atol=1e-6)
+    assert not network.training
