@@ -181,7 +181,8 @@ class BasePretextEncoder(
             columns' units (``center_``, ``scale_``) are those of the first
             chunk; the batch norms' statistics that ``transform`` normalises by
             and, with ``passthrough=True``, the balance of the embedding block
-            (``embedding_mean_``, ``embedding_scale_``) are those of the last chunk.
+            (``embedding_mean_``, ``embedding_scale_``) are those of the last
+            chunk's rows: make it a representative sample, not a short remainder.
         """
         net = getattr(self, "_partial_net", None)
         if net is None:

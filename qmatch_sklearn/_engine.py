@@ -766,9 +766,12 @@ def population_statistics(module, X, device, batch_size):
     """Set the running statistics of ``module``'s batch norms to their population
     statistics over clean rows: the inference network of Ioffe & Szegedy (2015,
     "Batch normalization", section 3.1 and algorithm 2), the mean over batches of
-    ``batch_size`` rows of ``X`` (at most ``STATISTICS_ROWS``, in a fixed random
-    order, split into batches of equal size) of each batch's mean and unbiased
-    variance, each batch normalised by its own statistics as in training.
+    about ``batch_size`` rows of ``X`` (at most ``STATISTICS_ROWS``, drawn in a
+    fixed random order, split into batches of equal size and at least two rows)
+    of each batch's mean and unbiased variance, each batch normalised by its own
+    statistics as in training. Only the batch norms run in train mode (a dropout
+    layer of a user's network stays off); under data-parallel training rank 0's
+    statistics are copied to every process.
 
     Pretraining leaves the running statistics of the batches it trained on, which
     the student saw corrupted (Q-Match, section 3: the student embeds a corrupted
@@ -778,17 +781,18 @@ def population_statistics(module, X, device, batch_size):
     norms = [layer for layer in module.modules()
              if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)
              and layer.track_running_stats]
-    rows = np.random.default_rng(0).permutation(X.shape[0])[:STATISTICS_ROWS]
-    n_batches = -(-len(rows) // batch_size)
-    if not norms or len(rows) < 2 * n_batches:  # a batch of one row has no variance
+    n_rows = min(X.shape[0], STATISTICS_ROWS)
+    if not norms or n_rows < 2:
         return
+    rows = np.random.default_rng(0).choice(X.shape[0], n_rows, replace=False)
     momenta = [layer.momentum for layer in norms]
+    module.eval()
     for layer in norms:
         layer.reset_running_stats()
         layer.momentum = None  # a cumulative average: every batch weighs the same
-    module.train()
+        layer.train()
     try:
-        for batch in np.array_split(rows, n_batches):
+        for batch in np.array_split(rows, min(-(-n_rows // batch_size), n_rows // 2)):
             chunk = X[np.sort(batch)]
             chunk = chunk.toarray() if sp.issparse(chunk) else chunk
             module(torch.as_tensor(chunk, device=device))
@@ -796,6 +800,8 @@ def population_statistics(module, X, device, batch_size):
         module.eval()
         for layer, momentum in zip(norms, momenta, strict=True):
             layer.momentum = momentum
+    if current_group() is not None:
+        broadcast_state(module)
 
 
 @dataclass(frozen=True)

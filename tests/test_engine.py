@@ -13,7 +13,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
-from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, _engine
+from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, _base, _engine
 from qmatch_sklearn._engine import FineTuneNet, PretextNet, fits_on_device
 from qmatch_sklearn.methods import qmatch
 
@@ -414,33 +414,62 @@ def test_pretext_validation_runs_the_network_as_a_training_step_does(X, monkeypa
     assert {size for size, _, _ in seen} == {37, 38}  # 75 validation rows: 37 + 38
 
 
-@pytest.mark.parametrize("n_rows, batch_size", [(90, 128), (300, 64)])
-def test_transform_normalises_by_the_clean_rows_population_statistics(n_rows, batch_size):
-    """After pretraining, each batch norm's running statistics are the mean over
-    equal batches of the clean fit rows (as the numeric map leaves them) of each
-    batch's mean and unbiased variance (Ioffe & Szegedy's inference network),
-    whatever the corrupted training batches left there."""
-    X, _ = make_classification(n_samples=n_rows, n_features=6, random_state=0)
-    X = X.astype(np.float32)
-    encoder = QMatchEncoder(**tiny_encoder_params(batch_size=batch_size,
-                                                  validation_fraction=None)).fit(X)
-    network, mapped = encoder.network_, encoder._table_input.transform(encoder, X)
-    norm = next(m for m in network.modules() if isinstance(m, torch.nn.BatchNorm1d))
-    inputs = []
-    handle = norm.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
-    rows = np.random.default_rng(0).permutation(n_rows)
-    n_batches = -(-n_rows // batch_size)
+def batch_norm_inputs(network, rows, train):
+    """What each batch norm of ``network`` receives when it runs ``rows`` in one
+    batch, in train or eval mode; the network's state is left as it was."""
+    norms = [m for m in network.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    inputs = {norm: [] for norm in norms}
+    hooks = [norm.register_forward_hook(lambda module, args, out: inputs[module].append(args[0]))
+             for norm in norms]
     saved = {key: value.clone() for key, value in network.state_dict().items()}
-    network.train()
+    network.train(train)
     with torch.no_grad():
-        for batch in np.array_split(rows, n_batches):
-            network(torch.as_tensor(mapped[np.sort(batch)]))
+        network(torch.as_tensor(rows))
     network.eval()
     network.load_state_dict(saved)
-    handle.remove()
-    assert len(inputs) == n_batches
-    means = torch.stack([h.mean(0) for h in inputs]).mean(0)
-    variances = torch.stack([h.var(0) for h in inputs]).mean(0)
-    torch.testing.assert_close(norm.running_mean, means, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(norm.running_var, variances, rtol=1e-5, atol=1e-6)
-    assert not network.training
+    for hook in hooks:
+        hook.remove()
+    return {norm: seen[0] for norm, seen in inputs.items()}
+
+
+@pytest.mark.parametrize("n_rows, batch_size", [(90, 128), (300, 64)])
+def test_transform_normalises_by_the_clean_rows_population_statistics(n_rows, batch_size):
+    """After ``fit``, each batch norm's running statistics are those of the clean
+    fit rows (as the numeric map leaves them; Ioffe & Szegedy's inference
+    network), whatever the corrupted training batches left there: in one batch,
+    the mean and unbiased variance of what each batch norm receives in train
+    mode; in equal batches, the first one's mean is still the rows' mean. The
+    batch norms' momentum is back to its default and the network in eval mode."""
+    X, _ = make_classification(n_samples=n_rows, n_features=6, random_state=0)
+    X = X.astype(np.float32)
+    encoder = QMatchEncoder(**tiny_encoder_params(batch_size=batch_size, hidden_sizes=(32, 16),
+                                                  validation_fraction=None)).fit(X)
+    network, mapped = encoder.network_, encoder._table_input.transform(encoder, X)
+    norms = [m for m in network.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert len(norms) == 2 and not network.training
+    assert all(norm.momentum == torch.nn.BatchNorm1d(1).momentum for norm in norms)
+    if n_rows <= batch_size:
+        for norm, seen in batch_norm_inputs(network, mapped, train=True).items():
+            torch.testing.assert_close(norm.running_mean, seen.mean(0), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(norm.running_var, seen.var(0), rtol=1e-5, atol=1e-6)
+    else:  # 5 batches of 60 rows
+        first = batch_norm_inputs(network, mapped, train=False)[norms[0]]
+        torch.testing.assert_close(norms[0].running_mean, first.mean(0), rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        expected = network(torch.as_tensor(mapped)).numpy()
+    np.testing.assert_allclose(encoder.transform(X), expected, rtol=1e-6)
+
+
+def test_the_statistics_are_those_of_fit_rows_or_of_the_last_chunk(monkeypatch):
+    """``fit`` re-estimates the batch norms' statistics once, on its rows;
+    ``partial_fit`` on each chunk's rows (so that two calls over the rows are
+    two epochs of ``fit``, bit for bit)."""
+    calls = []
+    monkeypatch.setattr(_base, "population_statistics", lambda *args: calls.append(args[1]))
+    X, _ = make_classification(n_samples=200, n_features=6, random_state=0)
+    X = X.astype(np.float32)
+    encoder = QMatchEncoder(**tiny_encoder_params(validation_fraction=None))
+    encoder.partial_fit(X).partial_fit(X[:10])
+    assert [len(rows) for rows in calls] == [200, 10]
+    encoder.fit(X)
+    assert len(calls) == 3 and calls[2].shape == X.shape
