@@ -453,6 +453,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         train mode, normalised by the batch's own statistics (which a
         one-row validation set has not: it reads the running ones)."""
         x = batch[0]
+        self._set_training(False)
         mode = batch_statistics(self.module_) if len(x) > 1 else contextlib.nullcontext()
         with torch.no_grad(), mode:
             loss, outputs = self._pretext_loss(x, self.valid_generator_)

@@ -420,3 +420,13 @@ def test_pretext_validation_runs_the_network_as_a_training_step_does(X, monkeypa
     QMatchEncoder(**tiny_encoder_params(validation_fraction=0.25, batch_size=37)).fit(X)
     assert seen and all(training and kept for _, training, kept in seen)
     assert {size for size, _, _ in seen} == {37, 38}  # 75 validation rows: 37 + 38
+
+
+def test_a_validation_set_of_one_row_reads_the_running_statistics():
+    """One validation row has no batch statistics: its loss is measured in eval mode
+    (skorch's validation mode), not in train mode, where batch norm cannot run."""
+    X, _ = make_classification(n_samples=10, n_features=4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an epoch chosen on one row
+        encoder = QMatchEncoder(**tiny_encoder_params(validation_fraction=0.1)).fit(X)
+    assert np.isfinite(encoder.history_[:, "valid_loss"]).all()
