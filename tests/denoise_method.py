@@ -148,8 +148,8 @@ class DenoiseEncoder(BasePretextEncoder):
         Floating-point precision of training, with Lightning's names: float32,
         or the forward passes under bfloat16 or float16 autocast (float16 with
         a gradient scaler, CUDA only). Weights, losses and the network's
-        outputs stay float32. "auto" picks "bf16-mixed" on CUDA and on CPUs
-        with bf16 matrix units (user guide: "CPU, GPU, and saving models").
+        outputs stay float32. "auto" picks "bf16-mixed" on CPUs with bf16
+        matrix units, where it trains faster (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling, corruption and the validation
         split (and the queue, where there is one) through local generators;
