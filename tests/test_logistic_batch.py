@@ -62,14 +62,19 @@ def test_every_problem_reaches_scikit_learn_s_optimum(seed, n_classes, n_rows, n
         np.testing.assert_allclose(coef, model_coef, atol=1e-4 * (1 + np.abs(model_coef).max()))
 
 
-def test_a_row_of_weight_0_is_a_row_left_out():
+@pytest.mark.parametrize("per_problem_targets", [False, True])
+def test_a_row_of_weight_0_is_a_row_left_out(per_problem_targets):
     X, y, weights, C = _problems(0, 40, 5, 3, 2)
     weights[:, :10] = 0.0
     weights[:, :3] = 1.0  # every class keeps a row
-    kept = np.r_[0:3, 10:40]
-    batch = fit_logistic_batch(X, y, weights, C, 3, tol=1e-10)
-    alone = fit_logistic_batch(X[kept], y[kept], weights[:, kept], C, 3, tol=1e-10)
-    np.testing.assert_allclose(batch.coef, alone.coef, atol=1e-6)
+    weights[0, 3:6] = 1.0  # rows 6-9 weigh 0 in every problem, rows 3-5 in the second only
+    targets = np.stack([y, np.roll(y, 1)]) if per_problem_targets else np.stack([y, y])
+    batch = fit_logistic_batch(X, targets if per_problem_targets else y, weights, C, 3,
+                               tol=1e-10)
+    for p, kept in enumerate(weights > 0):
+        alone = fit_logistic_batch(X[kept], targets[p, kept], weights[p:p + 1, kept],
+                                   C[p:p + 1], 3, tol=1e-10)
+        np.testing.assert_allclose(batch.coef[p], alone.coef[0], atol=1e-6)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -149,6 +149,17 @@ def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
     return -q
 
 
+def _rows_in_use(X, targets, weights):
+    """``X``, ``targets`` and ``weights`` without the rows that weigh 0 in every
+    problem: they add nothing to F or its gradient, and self-training's first
+    solves read thousands of unlabeled rows that no problem has labeled yet."""
+    used = (weights > 0).any(axis=0)
+    if used.all():
+        return X, targets, weights
+    targets = np.asarray(targets)
+    return X[used], targets[..., used], weights[:, used]
+
+
 def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=1000, tol=1e-4):
     """Solve the batch of logistic regressions described in the module.
 
@@ -177,8 +188,8 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     -------
     LogisticBatch
     """
-    objective = _Objective(X, targets, np.asarray(weights), np.asarray(C, dtype=float),
-                           n_classes)
+    X, targets, weights = _rows_in_use(X, targets, np.asarray(weights))
+    objective = _Objective(X, targets, weights, np.asarray(C, dtype=float), n_classes)
     n_problems, outputs, n_features = objective.shape
     if init is None:
         params = np.zeros((n_problems, outputs * n_features + outputs))
