@@ -286,13 +286,10 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     clip_predictions : bool, default=True
         Clip each predicted target to the range of its labeled values in
         ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
-        predict by construction. A linear head on a few dozen labeled rows
-        extrapolates far from one high-leverage row: on one draw of the
-        few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head of ``QMatchRegressor()`` scored a test R² of
-        -1.2, and clipping raised its mean over 20 draws from 0.140 to 0.219
-        (``benchmarks/results/fewlabel_regression.md``). False returns the
-        head's output as it is (targets that trend beyond the labeled rows).
+        predict by construction: a linear head on a few dozen labeled rows
+        extrapolates far from one high-leverage row (user guide: "Real
+        tables"). False returns the head's output as it is (targets that trend
+        beyond the labeled rows).
     max_time : float or None, default=None
         Seconds the whole fit may take, as in AutoML tools (AutoGluon's
         ``time_limit``): the training stage running when they run out
@@ -514,13 +511,10 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     clip_predictions : bool, default=True
         Clip each predicted target to the range of its labeled values in
         ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
-        predict by construction. A linear head on a few dozen labeled rows
-        extrapolates far from one high-leverage row: on one draw of the
-        few-label benchmark's diabetes table (20 labeled rows), the
-        unclipped ridge head of ``QMatchRegressor()`` scored a test R² of
-        -1.2, and clipping raised its mean over 20 draws from 0.140 to 0.219
-        (``benchmarks/results/fewlabel_regression.md``). False returns the
-        head's output as it is (targets that trend beyond the labeled rows).
+        predict by construction: a linear head on a few dozen labeled rows
+        extrapolates far from one high-leverage row (user guide: "Real
+        tables"). False returns the head's output as it is (targets that trend
+        beyond the labeled rows).
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
