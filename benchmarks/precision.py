@@ -7,12 +7,16 @@ paper's ``"imix"``) and each precision (``"32-true"``, ``"bf16-mixed"``), in int
 repeats, reporting the median samples/s, library / bare and the bf16 / fp32 ratio. The bare
 loop computes the loss in float32 as the library does (the queue's softmax at temperatures of
 0.1 and below, issue #17's rule); in bf16 a second bare loop that leaves the loss to autocast
-too shows what that rule costs. And ``torch.mm``
-of two 2048 x 2048 matrices in float32 and in bfloat16 (best of three), the hardware's
-ratio that autocast can at most approach. What ``precision="auto"`` picks on the machine is
-reported too. On a CUDA device the library's fit is timed a second way, its step recorded
-as a CUDA graph and replayed (``set_config(cuda_graph=True)``, issue #58). Timings beside
-other work mean nothing: run it on an idle machine.
+too shows what that rule costs. On a CUDA device float32 is also timed with its
+matrix products in TF32 (``torch.backends.cuda.matmul.allow_tf32``, NVIDIA's
+TensorFloat-32: float32 operands rounded to a 10-bit mantissa inside the product, issue
+#58), which a user turns on for a whole process, not through ``precision``. And
+``torch.mm`` of two 2048 x 2048 matrices in float32, in TF32 on CUDA and in bfloat16
+(best of three), the hardware's ratios that the precisions can at most approach. What
+``precision="auto"`` picks on the machine is reported too. On a CUDA device the library's
+fit is timed a second way, its step recorded as a CUDA graph and replayed
+(``set_config(cuda_graph=True)``, issue #58). Timings beside other work mean nothing: run
+it on an idle machine.
 
 Each configuration is fitted twice, for 1 and for 1 + ``--epochs`` epochs: the steady-state
 rate is the extra epochs' rows over the extra seconds, so that building the network (the
@@ -27,6 +31,7 @@ included, is what a user waits for; both are reported.
 """
 
 import argparse
+import contextlib
 import functools
 import statistics
 import time
@@ -46,6 +51,20 @@ RESULTS = Path(__file__).parent / "results"
 #: trains on fewer rows, --imix-rows: a 63M-parameter student on a CPU)
 NETWORKS = {"default (mlp 512-512)": {}, "paper (imix)": {"architecture": "imix"}}
 PRECISIONS = ("32-true", "bf16-mixed")
+#: The row of float32 with TF32 matrix products, timed on CUDA only.
+TF32 = "32-true + TF32"
+
+
+@contextlib.contextmanager
+def tf32_matmuls(enabled):
+    """float32 matrix products (and cuDNN's) in TF32 while inside, when ``enabled``."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if enabled:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def matmul_gflops(dtype, device, size=2048, repeats=3):
@@ -102,7 +121,12 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     X = np.random.RandomState(0).normal(size=(args.rows, args.features)).astype(np.float32)
+    cuda = torch.device(args.device).type == "cuda"
+    precisions = (*PRECISIONS, TF32) if cuda else PRECISIONS
     peaks = {dtype: matmul_gflops(dtype, args.device) for dtype in (torch.float32, torch.bfloat16)}
+    if cuda:
+        with tf32_matmuls(True):
+            peaks[TF32] = matmul_gflops(torch.float32, args.device)
     where = (cpu_model() if args.device == "cpu"
              else f"{args.device} ({torch.cuda.get_device_name(args.device)})")
     lines = [
@@ -119,7 +143,9 @@ def main(argv=None):
         "",
         f"- `torch.mm` 2048 x 2048: float32 {peaks[torch.float32]:.1f} GFLOP/s, bfloat16 "
         f"{peaks[torch.bfloat16]:.1f} GFLOP/s (bf16 / fp32 = "
-        f"{peaks[torch.bfloat16] / peaks[torch.float32]:.3f})",
+        f"{peaks[torch.bfloat16] / peaks[torch.float32]:.3f})"
+        + (f"; TF32 {peaks[TF32]:.1f} GFLOP/s (TF32 / fp32 = "
+           f"{peaks[TF32] / peaks[torch.float32]:.3f})" if cuda else ""),
         "",
         "| network | precision | library samples/s | bare loop samples/s | library / bare "
         "| bare loop, loss under autocast too | library vs 32-true "
@@ -128,7 +154,7 @@ def main(argv=None):
     ]
     runners = {"library": run_library, "bare": run_bare,
                "bare, autocast loss": functools.partial(run_bare, float32_loss=False)}
-    if torch.device(args.device).type == "cuda":  # nothing is recorded elsewhere
+    if cuda:  # nothing is recorded elsewhere
         runners["recorded"] = run_recorded
     for name, network in NETWORKS.items():
         rows = X[: args.imix_rows] if network else X
@@ -136,18 +162,20 @@ def main(argv=None):
         for runner in runners.values():  # warm-up
             samples_per_second(runner, rows[:128], {**network, "device": args.device}, 1)
         for _ in range(args.repeats):
-            for precision in PRECISIONS:
-                params = {**network, "device": args.device, "precision": precision}
+            for precision in precisions:
+                params = {**network, "device": args.device,
+                          "precision": "32-true" if precision == TF32 else precision}
                 for r, runner in runners.items():
-                    if r == "bare, autocast loss" and precision == "32-true":
+                    if r == "bare, autocast loss" and params["precision"] == "32-true":
                         continue  # no autocast: the same loop as "bare"
-                    runs.setdefault((precision, r), []).append(
-                        samples_per_second(runner, rows, params, args.epochs))
+                    with tf32_matmuls(precision == TF32):
+                        runs.setdefault((precision, r), []).append(
+                            samples_per_second(runner, rows, params, args.epochs))
         speed = {key: statistics.median(steady for steady, _ in values)
                  for key, values in runs.items()}
         whole = {key: statistics.median(rate for _, rate in values)
                  for key, values in runs.items()}
-        for precision in PRECISIONS:
+        for precision in precisions:
             library, bare = speed[precision, "library"], speed[precision, "bare"]
             autocast_loss = speed.get((precision, "bare, autocast loss"))
             recorded = speed.get((precision, "recorded"))

@@ -372,3 +372,14 @@ def test_harness_store_refuses_other_columns_and_grid_resumes(tmp_path):
         run_grid(args, store, cells, lambda cell: None if cell["cell"] else 7, measure, str)
     assert calls == [(0, "x"), (0, "y")]
     assert store.done() == {("0", "x"), ("0", "y")}
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_tf32_matmuls_hold_only_inside_their_block(enabled):
+    from benchmarks.precision import tf32_matmuls
+
+    flags = torch.backends.cuda.matmul, torch.backends.cudnn
+    before = [flag.allow_tf32 for flag in flags]
+    with tf32_matmuls(enabled):
+        assert [flag.allow_tf32 for flag in flags] == ([True, True] if enabled else before)
+    assert [flag.allow_tf32 for flag in flags] == before
