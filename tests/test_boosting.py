@@ -443,6 +443,21 @@ def test_as_many_bins_as_distinct_values_grow_the_same_trees(seed, n_rows, missi
         np.testing.assert_array_equal(cut[key], full[key])
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000), st.integers(70, 300), st.sampled_from([0.0, 0.2]))
+def test_rows_of_weight_one_grow_the_trees_of_no_weights(seed, n_rows, missing):
+    """The member passes rows that all weigh 1 as no weights (the fast binning): with
+    fewer bins than distinct values, so that the bins are cut at quantiles, scikit-learn
+    grows the same trees, node for node, either way."""
+    X, y = table(seed, n_rows=n_rows, n_classes=3, missing=missing)
+    model = boosting_model(len(y), seed, max_bins=32)
+    weighted, unweighted = (export_trees(model.fit(X, y, sample_weight=weights),
+                                         np.arange(X.shape[1]))
+                            for weights in (np.ones(len(y)), None))
+    for key in weighted:
+        np.testing.assert_array_equal(weighted[key], unweighted[key])
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 600), st.integers(1, 5))
 def test_bins_hold_at_least_a_leaf_of_rows(seed, n_rows, rows_per_leaf):
