@@ -101,7 +101,7 @@ stage throughput_mlp 90 "$PY" -m benchmarks.throughput --device "$DEVICE" --out 
     "${THROUGHPUT[@]}" --note "gpu_check.sh, default network"
 stage throughput_imix 120 "$PY" -m benchmarks.throughput --device "$DEVICE" \
     --out "$OUT/imix" --architecture imix "${THROUGHPUT[@]}" --note "gpu_check.sh, paper network"
-stage precision 150 "$PY" -m benchmarks.precision --device "$DEVICE" --out "$OUT" \
+stage precision 175 "$PY" -m benchmarks.precision --device "$DEVICE" --out "$OUT" \
     "${PRECISION[@]}"
 
 # the paper cells, the reference split's seed first; whatever is measured is kept

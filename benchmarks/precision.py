@@ -57,10 +57,10 @@ TF32 = "32-true + TF32"
 
 @contextlib.contextmanager
 def tf32_matmuls(enabled):
-    """float32 matrix products (and cuDNN's) in TF32 while inside, when ``enabled``."""
+    """float32 matrix products (and cuDNN's) in TF32 while inside when ``enabled``, in
+    full float32 otherwise, whatever the process had set."""
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    if enabled:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
     try:
         yield
     finally:
@@ -123,7 +123,9 @@ def main(argv=None):
     X = np.random.RandomState(0).normal(size=(args.rows, args.features)).astype(np.float32)
     cuda = torch.device(args.device).type == "cuda"
     precisions = (*PRECISIONS, TF32) if cuda else PRECISIONS
-    peaks = {dtype: matmul_gflops(dtype, args.device) for dtype in (torch.float32, torch.bfloat16)}
+    with tf32_matmuls(False):
+        peaks = {dtype: matmul_gflops(dtype, args.device)
+                 for dtype in (torch.float32, torch.bfloat16)}
     if cuda:
         with tf32_matmuls(True):
             peaks[TF32] = matmul_gflops(torch.float32, args.device)

@@ -381,5 +381,5 @@ def test_tf32_matmuls_hold_only_inside_their_block(enabled):
     flags = torch.backends.cuda.matmul, torch.backends.cudnn
     before = [flag.allow_tf32 for flag in flags]
     with tf32_matmuls(enabled):
-        assert [flag.allow_tf32 for flag in flags] == ([True, True] if enabled else before)
+        assert [flag.allow_tf32 for flag in flags] == [enabled, enabled]
     assert [flag.allow_tf32 for flag in flags] == before
