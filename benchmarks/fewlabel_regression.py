@@ -58,7 +58,7 @@ from .fewlabel import (
     make_preprocessor,
     xgboost_params,
 )
-from .fewlabel_report import MEAN_TIME_GOAL, TIME_GOAL
+from .fewlabel_report import MEAN_TIME_GOAL, TIME_GOAL, geometric_mean, ratio_against_goal
 
 RESULTS = Path(__file__).parent / "results" / "fewlabel_regression.csv"
 FIELDS = ["table", "seed", "contender", "commit", "r2", "rmse", "n_labeled", "n_unlabeled",
@@ -225,31 +225,28 @@ def _against_catboost_time(results):
     ``MEAN_TIME_GOAL`` on the geometric mean of the tables), per table the geometric
     mean over the seeds whose two rows come from one commit and machine (one thread
     each; a row timed at 0.00 s is left out); none without such seeds."""
-    rows, ratios = [], []
     catboost = results[results["contender"] == "catboost"]
-    for table in [t for t in TABLES if t in set(results["table"])]:
-        cells, seeds = [], 0
-        for contender in ("qmatch_reg", "qmatch_reg_raw"):
-            pairs = results[(results["contender"] == contender)].merge(
-                catboost, on=["table", "seed", "commit", "machine"], suffixes=("", "_catboost"))
-            pairs = pairs[(pairs["table"] == table) & (pairs["fit_seconds"] > 0)
-                          & (pairs["fit_seconds_catboost"] > 0)]
-            if not len(pairs):
-                cells.append("-")
-                continue
-            ratio = float(np.exp(np.log(pairs["fit_seconds"] / pairs["fit_seconds_catboost"])
-                                 .mean()))
+    pairs = {}  # contender -> its rows beside CatBoost's, both timed
+    for contender in ("qmatch_reg", "qmatch_reg_raw"):
+        both = results[results["contender"] == contender].merge(
+            catboost, on=["table", "seed", "commit", "machine"], suffixes=("", "_catboost"))
+        pairs[contender] = both[(both["fit_seconds"] > 0) & (both["fit_seconds_catboost"] > 0)]
+    rows, ratios = [], []
+    for table in [t for t in TABLES if t in set(pairs["qmatch_reg"]["table"])]:
+        cells = []
+        for contender, both in pairs.items():
+            both = both[both["table"] == table]
+            ratio = (geometric_mean(both["fit_seconds"] / both["fit_seconds_catboost"])
+                     if len(both) else None)
             if contender == "qmatch_reg":
                 ratios.append(ratio)
-                seeds = len(pairs)
-            cells.append(f"{ratio:.1f}" + (" ✗" if ratio > TIME_GOAL else ""))
-        if seeds:
-            rows.append([table, str(seeds), *cells])
+                seeds = len(both)
+            cells.append("-" if ratio is None else ratio_against_goal(ratio, TIME_GOAL))
+        rows.append([table, str(seeds), *cells])
     if not rows:
         return []
-    mean = float(np.exp(np.mean(np.log(ratios))))
     rows.append([f"**geometric mean of {len(rows)} tables**", "",
-                 f"{mean:.1f}" + (" ✗" if mean > MEAN_TIME_GOAL else ""), ""])
+                 ratio_against_goal(geometric_mean(ratios), MEAN_TIME_GOAL), ""])
     return ["", "Fit seconds over CatBoost's default fit on the same rows, one thread each "
             "(the geometric mean over the seeds whose two rows are of one commit and "
             f"machine; ✗ above {TIME_GOAL:g}x on a table or {MEAN_TIME_GOAL:g}x on the "

@@ -66,7 +66,7 @@ def test_regression_benchmark_runs_resumes_and_reports(tmp_path):
     fewlabel_regression.main([*argv, "--report"])
     report = (tmp_path / "fewlabel_regression.md").read_text()
     assert "| diabetes | scikit-learn (load_diabetes) | 20 / 289 / 133 |" in report
-    if {"catboost", "qmatch_reg"} <= set(contenders):  # one run: the fit-time ratio
+    if {"catboost", "qmatch_reg"} <= set(contenders):  # paired rows: the fit-time ratio
         assert "| diabetes | 1 |" in report and "| **geometric mean of 1 tables** |" in report
 
 
