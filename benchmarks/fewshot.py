@@ -4,11 +4,14 @@
 configurations of the paper's Tables 1-3 (more labels) with the same protocol, each with
 the tuned values of its dataset's 1% configuration (the paper publishes no others).
 
-For each (dataset, method, seed) the method's encoder is pretrained ONCE, then both
+For each (dataset, method, seed) the method's encoder is pretrained, then both
 protocols are evaluated on it: "linear" (frozen encoder + linear head,
 ``QMatchClassifier(FrozenEstimator(encoder), freeze_encoder=True)``) and "finetune"
 (``freeze_encoder=False``; the classifier trains a copy of the network, so the frozen
-encoder stays intact). ``supervised`` is ``SupervisedMLPClassifier`` ("finetune"
+encoder stays intact). One pretraining serves both, with the linear protocol's tuned
+values, unless the budget pretrains per protocol (``pretext_per_protocol``, as the
+reference does): then "finetune" gets its own encoder where its tuned pretext values
+differ. ``supervised`` is ``SupervisedMLPClassifier`` ("finetune"
 only: the paper's supervised linear baseline is a logistic regression on the inputs,
 which is ``logreg``); ``logreg``, ``hgb`` and ``mlp`` are scikit-learn classifiers on
 the preprocessed features (protocol "raw").
@@ -191,10 +194,13 @@ def _rows(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def make_encoder(run, budget, candidate=None):
-    """The method's unfitted encoder: budget, tuned values, the sweep, a search candidate."""
+def make_encoder(run, budget, candidate=None, protocol="linear"):
+    """The method's unfitted encoder for ``protocol``: budget, tuned values (the
+    protocol's own where the budget pretrains per protocol, else the linear protocol's),
+    the sweep, a search candidate."""
     base, variant_params = variant(run.method)
-    tuned, _ = tuned_params(run.method, run.dataset)
+    tuned = tuned_params(run.method, run.dataset)[0][
+        protocol if budget.pretext_per_protocol else "linear"]
     sweep = {k: v for k, v in run.sweep_params.items() if k not in HARNESS_PARAMS}
     params = {**budget.network, **budget.pretext, **budget.heads.get(base, {}), **tuned,
               **variant_params, **sweep, **(candidate or {})}
@@ -278,14 +284,22 @@ def machine_description(budget):
     return f"{cpu_model()}, {os.cpu_count()} cores, torch {torch.get_num_threads()} thread(s)"
 
 
-def pretrain(run, budget, data, candidate):
-    """Fit the run's encoder on the pretext rows; (None, 0) for methods without one."""
-    if run.method not in SELF_SUPERVISED:
-        return None, 0.0
-    encoder = make_encoder(run, budget, candidate)
-    start = time.perf_counter()
-    encoder.fit(data.X_pretext, X_val=data.X_pretext_val)
-    return encoder, time.perf_counter() - start
+def pretrain(run, budget, data, candidate, protocols):
+    """Yield (protocol, encoder, seconds) for each of ``protocols``: the run's encoder
+    for it fitted on the pretext rows, once per distinct set of parameters (protocols
+    that share one get the same encoder and seconds); (None, 0) for methods without one."""
+    fitted = {}  # the encoder's parameters -> (encoder, seconds)
+    for protocol in protocols:
+        if run.method not in SELF_SUPERVISED:
+            yield protocol, None, 0.0
+            continue
+        encoder = make_encoder(run, budget, candidate, protocol)
+        params = repr(sorted(encoder.get_params().items()))
+        if params not in fitted:
+            start = time.perf_counter()
+            encoder.fit(data.X_pretext, X_val=data.X_pretext_val)
+            fitted[params] = encoder, time.perf_counter() - start
+        yield protocol, *fitted[params]
 
 
 @dataclass
@@ -295,6 +309,7 @@ class Choice:
     val_accuracy: float = -1.0
     model: object = None
     encoder: object = None
+    pretrain_seconds: float = 0.0  # every candidate's pretraining of this protocol's encoder
     eval_seconds: float = 0.0  # every candidate's fit and validation scoring
 
 
@@ -308,12 +323,11 @@ def execute(run, budget, max_rows_test, data_home, machine):
     data = prepare_data(run.dataset, run.seed, run.sweep_params.get(LABEL_FRACTION),
                         max_rows_test, data_home, max_rows_val=budget.max_rows_val)
     choices = {protocol: Choice() for protocol in run.todo}
-    pretrain_seconds = 0.0
     candidates = pretext_candidates(run)
     for i, candidate in enumerate(candidates, start=1):
-        encoder, seconds = pretrain(run, budget, data, candidate)
-        pretrain_seconds += seconds
-        for protocol, choice in choices.items():
+        for protocol, encoder, seconds in pretrain(run, budget, data, candidate, run.todo):
+            choice = choices[protocol]
+            choice.pretrain_seconds += seconds
             for model in downstream_candidates(run, protocol, budget, encoder):
                 start = time.perf_counter()
                 val_accuracy = 100 * fit_downstream(model, data).score(data.X_val, data.y_val)
@@ -321,11 +335,10 @@ def execute(run, budget, max_rows_test, data_home, machine):
                 if val_accuracy > choice.val_accuracy:
                     choice.val_accuracy, choice.model, choice.encoder = val_accuracy, model, encoder
             if i == len(candidates):
-                yield result_row(run, protocol, choice, budget, data, max_rows_test,
-                                 pretrain_seconds, machine)
+                yield result_row(run, protocol, choice, budget, data, max_rows_test, machine)
 
 
-def result_row(run, protocol, choice, budget, data, max_rows_test, pretrain_seconds, machine):
+def result_row(run, protocol, choice, budget, data, max_rows_test, machine):
     """The CSV row of a protocol's chosen model, scored on the test rows (once, here)."""
     start = time.perf_counter()
     accuracy = 100 * choice.model.score(data.X_test, data.y_test)
@@ -335,7 +348,7 @@ def result_row(run, protocol, choice, budget, data, max_rows_test, pretrain_seco
         "dataset": run.dataset, "method": run.method, "protocol": protocol,
         "seed": run.seed, "budget": budget.name, "sweep": run.sweep,
         "accuracy": round(accuracy, 4), "val_accuracy": round(choice.val_accuracy, 4),
-        "pretrain_seconds": round(pretrain_seconds, 2),
+        "pretrain_seconds": round(choice.pretrain_seconds, 2),
         "eval_seconds": round(choice.eval_seconds + time.perf_counter() - start, 2),
         "pretrain_epochs": getattr(choice.encoder, "n_epochs_", ""),
         "eval_epochs": getattr(choice.model, "n_epochs_", ""),

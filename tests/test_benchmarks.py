@@ -1,6 +1,7 @@
 """Smoke test of the few-shot harness and its report on a tiny synthetic split."""
 
 import csv
+import dataclasses
 import json
 
 import pytest
@@ -150,6 +151,35 @@ def test_the_budgets_fine_tuning_values_reach_the_fine_tuning_models_only():
         encoder = QMatchEncoder() if method == "qmatch" else None
         (model,) = fewshot.downstream_candidates(run, protocol, budget, encoder)
         assert model.max_epochs == max_epochs, (method, protocol)
+
+
+@pytest.mark.parametrize("per_protocol", [False, True])
+def test_a_budget_that_pretrains_per_protocol_gives_fine_tuning_its_own_encoder(
+        harness, monkeypatch, per_protocol):
+    """The reference pretrains each protocol with its own tuned row: Q-Match's rows on
+    Adult differ in the student temperature and the pretext lr (0.05 and 1e-5 for the
+    linear protocol, 0.1 and 1e-4 for fine-tuning); the other budgets pretrain once."""
+    _, command = harness
+    monkeypatch.setitem(fewshot.BUDGETS, "tiny",
+                        dataclasses.replace(TINY, pretext_per_protocol=per_protocol))
+    pretext = tuned_params("qmatch", "adult_1p")[0]
+    assert pretext["linear"]["student_temperature"] != pretext["finetune"]["student_temperature"]
+    fitted = []
+    fit = QMatchEncoder.fit
+    monkeypatch.setattr(QMatchEncoder, "fit", lambda self, X, **kw: fitted.append(
+        self.student_temperature) or fit(self, X, **kw))
+    out = harness[0]
+    fewshot.main(command("qmatch"))
+    rows = read_rows(out)
+    encoders = [json.loads(r["params"])["model"]["encoder"] for r in rows]
+    temperatures = [e.get("student_temperature", 0.1) for e in encoders]
+    if per_protocol:
+        assert fitted == temperatures == [pretext[p]["student_temperature"]
+                                          for p in ("linear", "finetune")]
+        assert [e["lr"] for e in encoders] == [pretext[p]["lr"] for p in ("linear", "finetune")]
+    else:
+        assert fitted == temperatures[:1] and encoders[0] == encoders[1]
+        assert rows[0]["pretrain_seconds"] == rows[1]["pretrain_seconds"]
 
 
 def test_a_protocols_row_is_yielded_before_the_next_protocol_trains(harness, monkeypatch):
