@@ -41,7 +41,8 @@ def resolve_max_epochs(max_epochs, n_rows, batch_size):
 DEFAULT_EPOCHS = 10
 #: The default encoder's batch: the paper's, unless its ``DEFAULT_EPOCHS`` would then
 #: make fewer than ``MIN_DEFAULT_STEPS`` optimizer steps (tables of up to 4,608 rows),
-#: where ``SMALL_BATCH`` rows give four times the steps for the same rows seen.
+#: where ``SMALL_BATCH`` rows give four times the steps for the same rows seen; tables
+#: of under 1,280 rows, which even those batches give fewer steps, train more epochs.
 DEFAULT_BATCH, SMALL_BATCH, MIN_DEFAULT_STEPS = 512, 128, 100
 
 
@@ -49,7 +50,10 @@ def default_pretraining(n_rows):
     """``max_epochs`` and ``batch_size`` of the default encoder of a classifier or
     regressor fitted on ``n_rows`` rows: ``DEFAULT_EPOCHS`` epochs in batches of
     ``DEFAULT_BATCH`` rows, or of ``SMALL_BATCH`` where those would make fewer than
-    ``MIN_DEFAULT_STEPS`` steps."""
-    steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
-    return {"max_epochs": DEFAULT_EPOCHS,
-            "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH}
+    ``MIN_DEFAULT_STEPS`` steps, and then the epochs that make ``MIN_DEFAULT_STEPS``
+    steps where ``DEFAULT_EPOCHS`` make fewer."""
+    if DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH) >= MIN_DEFAULT_STEPS:
+        return {"max_epochs": DEFAULT_EPOCHS, "batch_size": DEFAULT_BATCH}
+    steps_per_epoch = math.ceil(n_rows / SMALL_BATCH)
+    return {"max_epochs": max(DEFAULT_EPOCHS, math.ceil(MIN_DEFAULT_STEPS / steps_per_epoch)),
+            "batch_size": SMALL_BATCH}
