@@ -338,6 +338,12 @@ PRETRAINING_BUDGET = (
      "qmatch_clf"),
     ("budget-v5 + the two exact speed-ups (budget-v7, the code of the defaults)", "budget-v7",
      "qmatch_clf"),
+    ("+ at least 100 steps on tables under 1,280 rows (steps-floor, a screen)", "steps-floor",
+     "qmatch_clf"),
+    ("+ the learning rate cosine-annealed to 0 over the budget (cosine, a screen)", "cosine",
+     "qmatch_clf"),
+    ("+ cosine, at most 1,000 steps (cap1000-cosine, a screen)", "cap1000-cosine",
+     "qmatch_clf"),
 )
 
 #: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
@@ -429,7 +435,12 @@ STEP_SECTIONS = (
      "-0.11 at -2.5 standard errors), and `budget-v7`, today's `QMatchClassifier()`: "
      "`budget-v5`'s model with the two exact changes (a run of the six tables with a "
      "boosted member, without CatBoost, commit f31b2e2: the same predictions as "
-     "`budget-v5`, which the tables above report, in less time), "
+     "`budget-v5`, which the tables above report, in less time), and three screens "
+     "on `budget-v7` without CatBoost: `steps-floor` (the default encoder trains the epochs "
+     "that make at least 100 steps where 10 epochs make fewer, tables under 1,280 rows; "
+     "commit 742b655), `cosine` (the default encoder's learning rate annealed to 0 along a "
+     "cosine over its steps) and `cap1000-cosine` (that, with the fewest epochs that make "
+     "1,000 steps where 10 would make more: Cover Type 5; both commit 9e8104a), "
      "against `auto-v20`'s 100 epochs on the same draws (the encoder of `epochs10-v20` "
      "is seeded by the judge's seed, the default one by the classifier's: the same "
      "rows, other initialisations). What the accuracy pays for the fit time of issue "
