@@ -16,6 +16,7 @@ explicit ``max_epochs`` (the paper's budget is 100) is used as given.
 """
 
 import math
+import os
 
 #: Optimizer steps "auto" aims at: what 100 epochs give the judge's
 #: digits table (1,257 rows of 64 pixels, batches of 512), the smallest table on
@@ -51,5 +52,9 @@ def default_pretraining(n_rows):
     ``DEFAULT_BATCH`` rows, or of ``SMALL_BATCH`` where those would make fewer than
     ``MIN_DEFAULT_STEPS`` steps."""
     steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
-    return {"max_epochs": DEFAULT_EPOCHS,
+    epochs = DEFAULT_EPOCHS
+    if os.environ.get("QMATCH_SCREEN_CAP"):
+        cap = int(os.environ["QMATCH_SCREEN_CAP"])
+        epochs = min(DEFAULT_EPOCHS, math.ceil(cap / math.ceil(n_rows / DEFAULT_BATCH)))
+    return {"max_epochs": epochs,
             "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH}

@@ -20,6 +20,7 @@ device placement. We change what matters for tabular self-supervision:
 
 import contextlib
 import functools
+import os
 import time
 import weakref
 from dataclasses import dataclass
@@ -843,6 +844,12 @@ def train_net(net_class, module, criterion, train, valid, settings, *, device, s
     """
     net = make_net(net_class, module, criterion, valid, settings, device=device, seed=seed,
                    monitor=monitor, lower_is_better=lower_is_better, **net_params)
+    if os.environ.get("QMATCH_SCREEN_COSINE") and net_class.__name__ == "PretextNet":
+        from skorch.callbacks import LRScheduler
+        total = settings.max_epochs * -(-len(train) // settings.batch_size)
+        net.callbacks = [*net.callbacks, ("lr_cosine", LRScheduler(
+            policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=total,
+            step_every="batch"))]
     net.fit(train, None)
     return net_result(net, settings, None if valid is None else len(valid))
 
