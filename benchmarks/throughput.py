@@ -456,7 +456,8 @@ def markdown(r):
         "",
         f"**Ratio library / bare (median samples/s): {r['ratio']:.3f}** (goal >= 0.9: "
         f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios (each pair run back "
-        f"to back, so a change in the machine's speed between pairs cancels): "
+        f"to back, the loops taking turns at running first, so that a change in the "
+        f"machine's speed between pairs and the order within one cancel): "
         + ", ".join(f"{x:.3f}" for x in r["pair_ratios"])
         + f", median {r['median_pair_ratio']:.3f} (the goal reads the ratio of medians)",
         "",
@@ -620,8 +621,10 @@ def main(argv=None):
             print(f"time budget of {args.time_budget:.0f} s spent: stopping early", file=sys.stderr)
             break
         pair = {}
+        # the loops take turns at running first, so that a pair's order cancels out
+        order = [("library", run_library), ("bare", run_bare)][:: 1 - 2 * (len(pair_ratios) % 2)]
         try:
-            for name, runner in (("library", run_library), ("bare", run_bare)):
+            for name, runner in order:
                 waited = quiet()
                 before = cpu_snapshot()
                 with Watchdog(args.quiet_threshold, enabled=retries_left > 0):
@@ -643,7 +646,8 @@ def main(argv=None):
                 )
         except Contended:
             retries_left -= 1
-            aborted.append({"pair": len(pair_ratios) + 1, "run": "bare" if pair else "library"})
+            aborted.append({"pair": len(pair_ratios) + 1,
+                            "run": next(name for name, _ in order if name not in pair)})
             print(
                 f"pair {len(pair_ratios) + 1}: aborted, other processes took the cores "
                 f"({retries_left} retries left)",
