@@ -80,15 +80,15 @@ def variant(method):
     return VARIANTS.get(method, (method, {}))
 
 
-def _pretext_params(method, lc_row):
-    """Our encoder parameters for the reference's LC-row values of ``method``."""
+def _pretext_params(method, row):
+    """Our encoder parameters for the reference's values of ``method`` in ``row`` (LC or FTC)."""
     if method == "qmatch":
-        p, _, plr, student_temperature, queue_size, ema_decay = lc_row
+        p, _, plr, student_temperature, queue_size, ema_decay = row
         return {"student_corruption": p, "lr": plr, "student_temperature": student_temperature,
                 "queue_size": queue_size, "ema_decay": ema_decay}
     if method == "imix":
-        return {"temperature": lc_row[0], "lr": lc_row[2]}
-    params = {"corruption": lc_row[0], "lr": lc_row[2]}
+        return {"temperature": row[0], "lr": row[2]}
+    params = {"corruption": row[0], "lr": row[2]}
     if method == "dino":  # the reference's one tau, 0.9 in every DINO configuration
         params.update(ema_decay=0.9, center_momentum=0.9)
     return params

@@ -135,7 +135,8 @@ def load_split(dataset, seed, data_home=None):
 
 @dataclass(frozen=True)
 class Run:
-    """One pretraining: its encoder serves every protocol in ``todo``."""
+    """The protocols in ``todo`` of one (dataset, method, seed, sweep): one pretraining
+    serves them all unless the budget pretrains per protocol (:func:`pretrain`)."""
 
     dataset: str
     method: str
@@ -287,7 +288,8 @@ def machine_description(budget):
 def pretrain(run, budget, data, candidate, protocols):
     """Yield (protocol, encoder, seconds) for each of ``protocols``: the run's encoder
     for it fitted on the pretext rows, once per distinct set of parameters (protocols
-    that share one get the same encoder and seconds); (None, 0) for methods without one."""
+    that share one get the same encoder and seconds); ``(protocol, None, 0.0)`` for
+    methods without one."""
     fitted = {}  # the encoder's parameters -> (encoder, seconds)
     for protocol in protocols:
         if run.method not in SELF_SUPERVISED:

@@ -18,8 +18,9 @@ What is measured, in one run on the same data:
   No skorch, no callbacks. Its timer also covers moving the data to the device
   and building the module and optimiser, as the library's does.
 
-Both loops are warmed up once on a few batches, then run in pairs (library,
-bare, library, bare, ...) until ``--repeats`` pairs are done; the report gives
+Both loops are warmed up once on a few batches, then run in pairs, taking turns
+at running first (library then bare, bare then library, ...), until ``--repeats``
+pairs are done; the report gives
 the median samples/s of each (rows trained per second of wall time), the ratio
 library/bare (goal >= 0.9), and the achieved GFLOP/s as a share of a measured
 float32 ``torch.mm`` peak on the same device (best of one measurement before
@@ -421,9 +422,10 @@ def markdown(r):
         ),
         (
             f"- Epochs per run: {config['epochs']}; timed pairs: {len(r['pair_ratios'])} of "
-            f"{config['repeats']} asked (library then bare, after one warm-up of each on "
-            f"{config['warmup_rows']:,} rows); attempts aborted because other processes took >= "
-            f"{percent(config['quiet_threshold'])} of the cores: {r['aborted_attempts']}"
+            f"{config['repeats']} asked (the loops taking turns at running first, after one "
+            f"warm-up of each on {config['warmup_rows']:,} rows); attempts aborted because "
+            f"other processes took >= {percent(config['quiet_threshold'])} of the cores: "
+            f"{r['aborted_attempts']}"
         ),
         (
             f"- Other processes kept {percent(machine['others_cpu_share_overall'])} of the "

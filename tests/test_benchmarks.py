@@ -4,6 +4,7 @@ import csv
 import dataclasses
 import json
 
+import pandas as pd
 import pytest
 import torch
 from sklearn.datasets import make_classification
@@ -157,18 +158,23 @@ def test_the_budgets_fine_tuning_values_reach_the_fine_tuning_models_only():
 def test_a_budget_that_pretrains_per_protocol_gives_fine_tuning_its_own_encoder(
         harness, monkeypatch, per_protocol):
     """The reference pretrains each protocol with its own tuned row: Q-Match's rows on
-    Adult differ in the student temperature and the pretext lr (0.05 and 1e-5 for the
-    linear protocol, 0.1 and 1e-4 for fine-tuning); the other budgets pretrain once."""
-    _, command = harness
+    Adult differ (student temperature 0.05 and 0.1, pretext lr 1e-5 and 1e-4, EMA decay 0
+    and 0.99); the other budgets pretrain once. The linear row is written before the
+    fine-tuning encoder trains."""
+    out, command = harness
     monkeypatch.setitem(fewshot.BUDGETS, "tiny",
                         dataclasses.replace(TINY, pretext_per_protocol=per_protocol))
     pretext = tuned_params("qmatch", "adult_1p")[0]
     assert pretext["linear"]["student_temperature"] != pretext["finetune"]["student_temperature"]
-    fitted = []
+    fitted, rows_written = [], []
     fit = QMatchEncoder.fit
-    monkeypatch.setattr(QMatchEncoder, "fit", lambda self, X, **kw: fitted.append(
-        self.student_temperature) or fit(self, X, **kw))
-    out = harness[0]
+
+    def recorded_fit(self, X, **kwargs):
+        fitted.append(self.student_temperature)
+        rows_written.append(len(read_rows(out)) if out.exists() else 0)
+        return fit(self, X, **kwargs)
+
+    monkeypatch.setattr(QMatchEncoder, "fit", recorded_fit)
     fewshot.main(command("qmatch"))
     rows = read_rows(out)
     encoders = [json.loads(r["params"])["model"]["encoder"] for r in rows]
@@ -177,9 +183,30 @@ def test_a_budget_that_pretrains_per_protocol_gives_fine_tuning_its_own_encoder(
         assert fitted == temperatures == [pretext[p]["student_temperature"]
                                           for p in ("linear", "finetune")]
         assert [e["lr"] for e in encoders] == [pretext[p]["lr"] for p in ("linear", "finetune")]
+        assert rows_written == [0, 1]
     else:
         assert fitted == temperatures[:1] and encoders[0] == encoders[1]
         assert rows[0]["pretrain_seconds"] == rows[1]["pretrain_seconds"]
+
+
+def test_protocols_with_equal_tuned_pretext_values_share_one_pretraining(harness, monkeypatch):
+    # VIME's two rows on Cover Type differ only downstream: one encoder serves both,
+    # and the report counts its seconds once
+    out, command = harness
+    monkeypatch.setitem(fewshot.BUDGETS, "tiny",
+                        dataclasses.replace(TINY, pretext_per_protocol=True))
+    pretext = tuned_params("vime", "covtype_1p")[0]
+    assert pretext["linear"] == pretext["finetune"]
+    fitted = []
+    fit = fewshot.METHODS["vime"].fit
+    monkeypatch.setattr(fewshot.METHODS["vime"], "fit",
+                        lambda self, X, **kwargs: fitted.append(1) or fit(self, X, **kwargs))
+    argv = command("vime")
+    argv[argv.index("adult_1p")] = "covtype_1p"
+    fewshot.main(argv)
+    frame = pd.read_csv(out)
+    assert len(fitted) == 1 and frame["pretrain_seconds"].nunique() == 1
+    assert report.pretrainings(frame)["pretrain_seconds"].sum() == frame["pretrain_seconds"][0]
 
 
 def test_a_protocols_row_is_yielded_before_the_next_protocol_trains(harness, monkeypatch):
