@@ -73,6 +73,19 @@ MAX_DEVIATION = 10.0
 CONSTANT_SCALE = np.finfo(np.float64).max
 
 
+def _observed(block):
+    """The mask of ``block``'s observed (non-NaN) entries, or None when all are."""
+    observed = ~np.isnan(block)
+    return None if observed.all() else observed
+
+
+def _filled(block, observed, value):
+    """``block`` with its unobserved entries read as ``value``: ``block`` itself
+    where all are observed (``observed`` None), so a table without NaN skips
+    the masking's passes over its rows and gets the same numbers."""
+    return block if observed is None else np.where(observed, block, value)
+
+
 def observed_moments(X):
     """Per column of dense ``X``: the count, mean, minimum and maximum of its
     observed entries, in float64 (one pass in row blocks, :func:`~._missing.dense_blocks`)."""
@@ -82,11 +95,11 @@ def observed_moments(X):
     low = np.full(n_features, np.inf)
     high = np.full(n_features, -np.inf)
     for block in dense_blocks(X):
-        observed = ~np.isnan(block)
-        count += observed.sum(axis=0)
-        total += np.where(observed, block, 0.0).sum(axis=0)
-        low = np.minimum(low, np.where(observed, block, np.inf).min(axis=0))
-        high = np.maximum(high, np.where(observed, block, -np.inf).max(axis=0))
+        observed = _observed(block)
+        count += len(block) if observed is None else observed.sum(axis=0)
+        total += _filled(block, observed, 0.0).sum(axis=0)
+        low = np.minimum(low, _filled(block, observed, np.inf).min(axis=0))
+        high = np.maximum(high, _filled(block, observed, -np.inf).max(axis=0))
     mean = total / np.maximum(count, 1)
     return count, mean, low, high
 
@@ -119,9 +132,12 @@ def _dense_scaling(X):
     squares = np.zeros(X.shape[1])
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
     for block in dense_blocks(X):
-        observed = ~np.isnan(block)
-        squares += (np.where(observed, (block - mean) / unit, 0.0) ** 2).sum(axis=0)
-        others |= (observed & (block != low) & (block != high)).any(axis=0)
+        observed = _observed(block)
+        deviation = block - mean
+        deviation /= unit
+        deviation *= deviation
+        squares += _filled(deviation, observed, 0.0).sum(axis=0)
+        others |= _filled((block != low) & (block != high), observed, False).any(axis=0)
     std = np.sqrt(squares / np.maximum(count, 1)) * unit
     two_valued = ~others
     center = np.where(two_valued, low, mean)
@@ -179,8 +195,10 @@ def apply_scaling(X, center, scale):
     start = 0
     for block in dense_blocks(X):
         with np.errstate(over="ignore"):  # a deviation beyond float64: clipped all the same
-            out[start : start + len(block)] = np.clip((block - center) / scale,
-                                                      -MAX_DEVIATION, MAX_DEVIATION)
+            mapped = block - center  # a new array: the user's X is never written
+            mapped /= scale
+        out[start : start + len(block)] = np.clip(mapped, -MAX_DEVIATION, MAX_DEVIATION,
+                                                  out=mapped)
         start += len(block)
     return out
 

@@ -245,6 +245,22 @@ def test_classifier_accuracy_does_not_depend_on_the_units(cancer, ab, columns):
     assert abs(rescaled - reference) <= spread
 
 
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 400), columns=st.integers(1, 6), exponent=st.integers(-200, 200),
+       two_valued=st.booleans(), seed=st.integers(0, 2**16))
+def test_rows_without_nan_skip_the_masks_for_the_same_numbers(rows, columns, exponent,
+                                                              two_valued, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, columns)) * 10.0**exponent
+    if two_valued:
+        X[:, 0] = rng.integers(0, 2, rows) * 7.5
+    fast = fit_scaling(X), _scaling.observed_moments(X)
+    with mock.patch.object(_scaling, "_observed", lambda block: ~np.isnan(block)):
+        masked = fit_scaling(X), _scaling.observed_moments(X)
+    for got, want in zip((*fast[0], *fast[1]), (*masked[0], *masked[1]), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @settings(max_examples=60, deadline=None)
 @given(rows=st.integers(2, 200), columns=st.integers(1, 3), exponent=st.floats(-8, 12),
        offset=st.floats(-1e9, 1e9), seed=st.integers(0, 2**16))
