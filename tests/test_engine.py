@@ -430,3 +430,43 @@ def test_a_validation_set_of_one_row_reads_the_running_statistics():
         warnings.simplefilter("ignore", UserWarning)  # an epoch chosen on one row
         encoder = QMatchEncoder(**tiny_encoder_params(validation_fraction=0.1)).fit(X)
     assert np.isfinite(encoder.history_[:, "valid_loss"]).all()
+
+
+@pytest.mark.parametrize("net_class", [PretextNet, FineTuneNet])
+def test_each_epoch_sets_the_train_or_eval_mode_once_and_steps_run_in_it(X, net_class,
+                                                                        monkeypatch):
+    """The modules' mode is set at an epoch's start, not at every training step:
+    training steps run in train mode, validation steps in eval mode (each after
+    an epoch of the other)."""
+    events = []  # ("set", training) and (step name, the module's training flag)
+    set_training = net_class._set_training
+
+    def spy_set(net, training=True):
+        events.append(("set", training))
+        return set_training(net, training)
+
+    monkeypatch.setattr(net_class, "_set_training", spy_set)
+    for name in ("train_step", "validation_step"):
+        step = getattr(net_class, name)
+
+        def spy_step(net, batch, _step=step, _name=name, **fit_params):
+            events.append((_name, net.module_.training))
+            return _step(net, batch, **fit_params)
+
+        monkeypatch.setattr(net_class, name, spy_step)
+    params = tiny_encoder_params(max_epochs=3, validation_fraction=0.25, batch_size=BATCH)
+    if net_class is PretextNet:
+        QMatchEncoder(**params).fit(X)
+    else:
+        encoder = FrozenEstimator(QMatchEncoder(**tiny_encoder_params()).fit(X))
+        QMatchClassifier(encoder, freeze_encoder=False, max_epochs=3, batch_size=BATCH,
+                         validation_fraction=0.25, device="cpu").fit(X, np.arange(N_ROWS) % 2)
+    steps = [(name, training) for name, training in events if name != "set"]
+    assert {name for name, _ in steps} == {"train_step", "validation_step"}
+    assert all(training == (name == "train_step") for name, training in steps)
+    # an epoch's training steps follow each other with no mode set between them
+    # (skorch's own validation step, which the fine-tuning net keeps, sets it each batch)
+    starts = [i for i, (name, _) in enumerate(events)
+              if name == "train_step" and events[i - 1][0] != "train_step"]
+    assert len(starts) == 3
+    assert steps.count(("train_step", True)) == 3 * 4  # 225 training rows, batches of 64
