@@ -624,7 +624,9 @@ def main(argv=None):
             break
         pair = {}
         # the loops take turns at running first, so that a pair's order cancels out
-        order = [("library", run_library), ("bare", run_bare)][:: 1 - 2 * (len(pair_ratios) % 2)]
+        order = [("library", run_library), ("bare", run_bare)]
+        if len(pair_ratios) % 2:
+            order.reverse()
         try:
             for name, runner in order:
                 waited = quiet()
