@@ -11,7 +11,7 @@ What is measured, in one run on the same data:
   same seeds the estimator draws, so both loops compute the same losses, which
   the report checks), AdamW with the library's two parameter groups, one
   ``torch.randperm`` shuffle per epoch, contiguous slices of ``batch_size``
-  rows and, per step, ``train()`` / forward and loss / ``zero_grad`` /
+  rows, ``train()`` once an epoch and, per step, forward and loss / ``zero_grad`` /
   ``backward`` / ``step`` / EMA (one foreach update) and queue update (in
   place), the loss summed on the device and read once an epoch, as the library
   reads it.
@@ -274,9 +274,9 @@ def run_bare(X, params, epochs, float32_loss=True):
         order = torch.randperm(n, generator=generator, device=data.device)
         shuffled = data[order]
         total, count = torch.zeros((), device=data.device), 0
+        module.train()  # once an epoch, as the library sets it
         for begin in range(0, stop, batch_size):
             xb = shuffled[begin : begin + batch_size]
-            module.train()
             with torch.autocast(torch.device(device).type, torch.bfloat16, enabled=bf16):
                 loss = module.loss(xb, generator, float32_loss)
             optimizer.zero_grad()
