@@ -367,9 +367,8 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     validation_fraction : float, "auto" or None, default="auto"
         Share of the labeled rows held out (stratified when possible) for early
         stopping. "auto" holds out 10% when that is at least 200 rows (from
-        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
-        few labels the held-out rows are too few to choose an epoch on. None
-        trains for ``max_epochs``.
+        2,000 labeled rows on), else none; without held-out rows (or with None)
+        training runs ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
         (lower is better) or the accuracy (the paper's protocol), which on few
@@ -414,18 +413,16 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names: float32,
-        or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and the network's
-        outputs stay float32. "auto" picks "bf16-mixed" on CPUs with bf16
-        matrix units, where it trains faster (user guide: "CPU, GPU, and saving models").
+        Precision of training, by Lightning's names: float32, or forward passes
+        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
+        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
+        "32-true" (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
     verbose : int, default=0
-        1 shows a progress bar over epochs, 2 a table of every epoch's losses
-        instead; both end with a line that says why training stopped and which
-        epoch's weights were kept.
+        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
+        epoch's losses; both end with why training stopped and which epoch was kept.
 
     Attributes
     ----------
@@ -440,17 +437,14 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         Whether the kept head was trained on the frozen encoder (linear
         evaluation) rather than fine-tuned with it.
     center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center over every row of ``X`` at fit, in
-        float64: its mean, or its minimum when it holds two values (0 for a
-        categorical column). The network reads ``(x - center_) / scale_``, so
-        results do not depend on the units of a numeric column.
+        Each numeric column's center at fit, in float64: its mean, or its
+        minimum when it holds two values (0 for a categorical column). The
+        network reads ``(x - center_) / scale_``.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at
-        least a tenth of its range, or the gap between its two values (1 for
-        a categorical column, float64's largest for a constant one, which
-        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
-        +-10, so that no value, a rare one or one beyond the fit rows', becomes
-        an outlier.
+        Each numeric column's scale at fit: its standard deviation but at least
+        a tenth of its range, or the gap between its two values (1 for a
+        categorical column; float64's largest for a constant one, which then
+        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
     network_ : torch.nn.Module
         The trained network: encoder followed by the linear head.
     classes_ : ndarray of shape (n_classes,)
@@ -507,15 +501,12 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         The categories of each categorical column, in the order of its
         one-hot block.
     missing_features_ : ndarray of int
-        Input features that had missing values (NaN) at fit: the network fills
-        them (with the column's observed mean); empty when ``X`` had none (NaN
-        at predict is then read as the column's fit mean, with a
-        warning).
+        Input features with missing values (NaN) at fit, which the network fills
+        with the column's observed mean. Empty when ``X`` had none (NaN at
+        predict is then read as ``center_``, with a warning).
     missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the
-        rest of the row at fit (a Bonferroni-corrected correlation test): each
-        gets an indicator channel at the network's input. Values missing
-        completely at random get none.
+        Those of ``missing_features_`` whose missingness was related to the rest
+        of the row at fit, each given an indicator channel at the network's input.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 
@@ -605,13 +596,12 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     Parameters
     ----------
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
-        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
-        columns of dtype ``category``, ``string`` or ``object``; or the
-        columns named (indices, names, or a boolean mask), whose values then
-        may be numbers too (integer codes); None: every column is numeric.
-        The network reads each categorical column as a one-hot block of the
-        categories seen at fit (``categories_``; at most 255 per column); a
-        missing value or a category unseen at fit is a block of zeros.
+        The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; an array-like
+        names them (indices, names or a boolean mask; integer codes allowed);
+        None makes every column numeric. Each becomes a one-hot block of the
+        categories seen at fit (``categories_``, at most 255), all zeros for a
+        missing value or an unseen category.
     hidden_sizes : tuple of int, default=None
         Hidden widths of the encoder network; None means (512, 512) for
         ``architecture="mlp"`` and the paper's widths for ``"imix"``.
@@ -633,9 +623,8 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     validation_fraction : float, "auto" or None, default="auto"
         Share of the labeled rows held out (stratified when possible) for early
         stopping. "auto" holds out 10% when that is at least 200 rows (from
-        2,000 labeled rows on) and otherwise trains for ``max_epochs``: with
-        few labels the held-out rows are too few to choose an epoch on. None
-        trains for ``max_epochs``.
+        2,000 labeled rows on), else none; without held-out rows (or with None)
+        training runs ``max_epochs``.
     scoring : {"loss", "accuracy"}, default="loss"
         What early stopping watches on the held-out rows: the cross-entropy
         (lower is better) or the accuracy (the paper's protocol), which on few
@@ -649,18 +638,16 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     device : str, default="auto"
         "auto", "cpu", "cuda", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names: float32,
-        or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and the network's
-        outputs stay float32. "auto" picks "bf16-mixed" on CPUs with bf16
-        matrix units, where it trains faster (user guide: "CPU, GPU, and saving models").
+        Precision of training, by Lightning's names: float32, or forward passes
+        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
+        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
+        "32-true" (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, shuffling and the validation split
         (local generators).
     verbose : int, default=0
-        1 shows a progress bar over epochs, 2 a table of every epoch's losses
-        instead; both end with a line that says why training stopped and which
-        epoch's weights were kept.
+        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
+        epoch's losses; both end with why training stopped and which epoch was kept.
 
     Attributes
     ----------
@@ -690,27 +677,21 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
         The categories of each categorical column, in the order of its
         one-hot block.
     missing_features_ : ndarray of int
-        Input features that had missing values (NaN) at fit: the network fills
-        them (with the column's observed mean); empty when ``X`` had none (NaN
-        at predict is then read as the column's fit mean, with a
-        warning).
+        Input features with missing values (NaN) at fit, which the network fills
+        with the column's observed mean. Empty when ``X`` had none (NaN at
+        predict is then read as ``center_``, with a warning).
     missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the
-        rest of the row at fit (a Bonferroni-corrected correlation test): each
-        gets an indicator channel at the network's input. Values missing
-        completely at random get none.
+        Those of ``missing_features_`` whose missingness was related to the rest
+        of the row at fit, each given an indicator channel at the network's input.
     center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center over every row of ``X`` at fit, in
-        float64: its mean, or its minimum when it holds two values (0 for a
-        categorical column). The network reads ``(x - center_) / scale_``, so
-        results do not depend on the units of a numeric column.
+        Each numeric column's center at fit, in float64: its mean, or its
+        minimum when it holds two values (0 for a categorical column). The
+        network reads ``(x - center_) / scale_``.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at
-        least a tenth of its range, or the gap between its two values (1 for
-        a categorical column, float64's largest for a constant one, which
-        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
-        +-10, so that no value, a rare one or one beyond the fit rows', becomes
-        an outlier.
+        Each numeric column's scale at fit: its standard deviation but at least
+        a tenth of its range, or the gap between its two values (1 for a
+        categorical column; float64's largest for a constant one, which then
+        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
     feature_names_in_ : ndarray of str
         Input column names, when ``X`` had string column names.
 

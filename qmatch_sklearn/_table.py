@@ -308,7 +308,7 @@ def _table_attribute(name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(table, name)
 
-    read.__doc__ = f"``{name}`` of ``_table_input``."
+    # no docstring: numpydoc would render it in place of each estimator's Attributes entry
     return property(read)
 
 

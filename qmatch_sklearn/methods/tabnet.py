@@ -89,56 +89,43 @@ class TabNetEncoder(BasePretextEncoder):
     corruption : float in (0, 1], default=0.5
         Probability that an entry is masked.
     corruption_type : {"vime", "zero"}, default="vime"
-        How a corrupted entry is filled: "vime" takes the value of the same
-        column in another row of the batch (VIME's corruption, which the
-        Q-Match paper uses for every method), "zero" sets it to 0 (TabNet's
-        masking).
+        How a corrupted entry is filled: "vime" takes the same column's value in
+        another row of the batch (VIME's corruption), "zero" sets it to 0
+        (TabNet's masking).
     feature_groups : list of lists of int or str, default=None
-        Columns corrupted as one unit, by index or (for a DataFrame) name:
-        a corrupted group takes all its values from the same other row
-        ("vime") or is zeroed as a whole ("zero"), with probability the
-        corruption rate per group, e.g. the one-hot columns of one
-        categorical feature, so that a corrupted row keeps exactly one
-        category on. :func:`qmatch_sklearn.one_hot_groups` reads them off a
-        fitted ColumnTransformer. Columns in no group are corrupted on their
-        own. None: every column on its own, as in the paper.
+        Columns corrupted as one unit, by index or (for a DataFrame) name: a
+        corrupted group takes all its values from one other row ("vime") or is
+        zeroed whole ("zero"), and counts as one entry for the corruption rate.
+        Other columns, and all with None (as in the paper), are corrupted on
+        their own. :func:`qmatch_sklearn.one_hot_groups` reads the groups of
+        one-hot columns off a fitted ColumnTransformer.
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
-        The categorical columns of ``X``. ``"from_dtype"``: a DataFrame's
-        columns of dtype ``category``, ``string`` or ``object``; or the
-        columns named (indices, names, or a boolean mask), whose values then
-        may be numbers too (integer codes); None: every column is numeric.
-        The network reads each categorical column as a one-hot block of the
-        categories seen at fit (``categories_``; at most 255 per column); a
-        missing value or a category unseen at fit is a block of zeros.
-        Corruption replaces a block as one unit, so a corrupted row still
-        has at most one category on.
+        The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
+        columns of dtype ``category``, ``string`` or ``object``; an array-like
+        names them (indices, names or a boolean mask; integer codes allowed);
+        None makes every column numeric. Each becomes a one-hot block of the
+        categories seen at fit (``categories_``, at most 255), all zeros for a
+        missing value or an unseen category, and is corrupted as one unit.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
         for ``"imix"``; it must stay None for a network of your own.
     architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
-        The encoder network. ``"mlp"``: fully connected layers with batch
-        normalisation and ReLU. ``"imix"``: the last hidden layer is followed
-        by a 4-way maxout, as in the paper's i-Mix network (63M parameters at
-        the default widths: a GPU network). A network of your own is a
-        callable ``architecture(n_features, embedding_dim)`` returning a
+        The encoder network: ``"mlp"`` (fully connected layers with batch
+        normalisation and ReLU), ``"imix"`` (the paper's i-Mix maxout network, for
+        a GPU), a callable ``architecture(n_features, embedding_dim)`` returning a
         ``torch.nn.Module`` that maps (batch, n_features) to (batch,
-        embedding_dim), called at each fit with torch's RNG seeded from
-        ``random_state``, or such a module, deep-copied at each fit. Such an
-        estimator pickles (when the callable or module does) but
-        ``qmatch_sklearn.save`` refuses it.
+        embedding_dim), or such a module (deep-copied at each fit).
+        ``qmatch_sklearn.save`` refuses a network of your own; pickle it instead.
     embedding_dim : int, default=128
         Width of the representation z returned by ``transform``.
     passthrough : bool, default=False
         When True, ``transform`` returns each row's input features followed by
         its embedding, ``[X, z]`` (sparse when ``X`` is sparse), as
-        ``passthrough`` does in scikit-learn's ``StackingClassifier``: a
-        linear model downstream then sees the raw features as well, and can
-        lean on either. The embedding block is standardised and scaled to
-        the input block's total variance over the fit rows
-        (``embedding_mean_``, ``embedding_scale_``), so that neither drowns
-        the other in an L2-penalised model. A ``QMatchClassifier`` built on
-        such an encoder gives its head the same.
+        ``StackingClassifier(passthrough=True)`` does; the embedding block is
+        standardised and scaled to the input block's total variance
+        (``embedding_mean_``, ``embedding_scale_``). A ``QMatchClassifier`` on
+        such an encoder gives its head both.
     lr : float, default=1e-3
         AdamW learning rate of the pretext task.
     weight_decay : float, default=0.0
@@ -150,34 +137,29 @@ class TabNetEncoder(BasePretextEncoder):
         steps within 10 to 100 epochs over the training rows: 100 on tables of
         under 1,500 rows, 10 from about 15,000 rows on.
     patience : int, default=32
-        Stop after this many epochs without a lower pretext-validation loss;
-        the weights of the best epoch are restored. Training also stops when
-        a loss or weight becomes non-finite (e.g. ``lr`` too high): the best
-        finite epoch is restored with a ``ConvergenceWarning``, and
-        ``FloatingPointError`` is raised when no epoch was finite.
+        Stop after this many epochs without a lower validation loss, restoring
+        the best epoch's weights. A non-finite loss or weight also stops
+        training: the best finite epoch is restored with a ``ConvergenceWarning``
+        (``FloatingPointError`` when no epoch was finite).
     validation_fraction : float, "auto" or None, default="auto"
         Share of the rows held out for that validation loss. "auto" holds out
-        10% when that is at least 200 rows (from 2,000 rows on) and otherwise
-        trains for ``max_epochs`` without validation: on a handful of rows the
-        validation loss is noise, and early stopping kept the first epoch.
-        None trains for ``max_epochs`` and keeps the last weights.
+        10% when that is at least 200 rows (from 2,000 rows on), else none;
+        without held-out rows (or with None) training runs ``max_epochs`` and
+        keeps the last weights.
     device : str, default="auto"
         "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
     precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Floating-point precision of training, with Lightning's names: float32,
-        or the forward passes under bfloat16 or float16 autocast (float16 with
-        a gradient scaler, CUDA only). Weights, losses and the network's
-        outputs stay float32. "auto" picks "bf16-mixed" on CPUs with bf16
-        matrix units, where it trains faster (user guide: "CPU, GPU, and saving models").
+        Precision of training, by Lightning's names: float32, or forward passes
+        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
+        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
+        "32-true" (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, corruption and the validation
-        split (and the queue, where there is one) through local generators;
-        global random states are never touched. Same seed, same embeddings on
-        the CPU.
+        Seeds weight initialisation, shuffling, corruption, any queue and the
+        validation split through local generators, never the global ones: the
+        same seed gives the same embeddings on the CPU.
     verbose : int, default=0
-        1 shows a progress bar over epochs, 2 a table of every epoch's losses
-        instead; both end with a line that says why training stopped and which
-        epoch's weights were kept.
+        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
+        epoch's losses; both end with why training stopped and which epoch was kept.
 
     Attributes
     ----------
@@ -202,31 +184,24 @@ class TabNetEncoder(BasePretextEncoder):
         The categories of each categorical column, in the order of its
         one-hot block.
     missing_features_ : ndarray of int
-        Input features that had missing values (NaN) at fit: the network fills
-        them (with the column's observed mean); empty when ``X`` had none (NaN
-        at transform is then read as the column's fit mean, with a
-        warning).
+        Input features with missing values (NaN) at fit, which the network fills
+        with the column's observed mean. Empty when ``X`` had none (NaN at
+        transform is then read as ``center_``, with a warning).
     missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the
-        rest of the row at fit (a Bonferroni-corrected correlation test): each
-        gets an indicator channel at the network's input. Values missing
-        completely at random get none.
+        Those of ``missing_features_`` whose missingness was related to the rest
+        of the row at fit, each given an indicator channel at the network's input.
     center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center over every row of ``X`` at fit, in
-        float64: its mean, or its minimum when it holds two values (0 for a
-        categorical column). The network reads ``(x - center_) / scale_``, so
-        results do not depend on the units of a numeric column.
+        Each numeric column's center at fit, in float64: its mean, or its
+        minimum when it holds two values (0 for a categorical column). The
+        network reads ``(x - center_) / scale_``.
     scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at
-        least a tenth of its range, or the gap between its two values (1 for
-        a categorical column, float64's largest for a constant one, which
-        then reads 0). The network reads ``(x - center_) / scale_`` clipped to
-        +-10, so that no value, a rare one or one beyond the fit rows', becomes
-        an outlier.
+        Each numeric column's scale at fit: its standard deviation but at least
+        a tenth of its range, or the gap between its two values (1 for a
+        categorical column; float64's largest for a constant one, which then
+        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
     embedding_mean_ : ndarray of shape (embedding_dim,)
-        Mean embedding over the fit rows, or a random 8,192 of them when there
-        are more (``passthrough=True`` centres by it). Only when fitted with
-        ``passthrough=True``.
+        The mean embedding over the fit rows, which ``passthrough=True`` centres
+        by. Only when fitted with ``passthrough=True``.
     embedding_scale_ : ndarray of shape (embedding_dim,)
         The factor ``passthrough=True`` multiplies the centred embedding by.
         Only when fitted with ``passthrough=True``.
