@@ -87,8 +87,8 @@ class Rows(torch.utils.data.Dataset):
     moved to the device.
     """
 
-    def __init__(self, X, y, index, weight=None):
-        self.X, self.y, self.index, self.weight = X, y, index, weight
+    def __init__(self, X, y, index, device, weight=None):
+        self.X, self.y, self.index, self.device, self.weight = X, y, index, device, weight
 
     def __len__(self):
         return len(self.index)
@@ -97,20 +97,21 @@ class Rows(torch.utils.data.Dataset):
         return self.batch(self.index[i : i + 1])
 
     def batch(self, index):
-        """Rows ``index`` (a tensor on the training device) of ``X`` and ``y``."""
+        """Rows ``index`` (a tensor where ``X`` is: the training device, or the
+        host) of ``X`` and ``y``, on the training device."""
         if sp.issparse(self.X):
-            X = _to_device(torch.from_numpy(self.X[index.cpu().numpy()].toarray()), index.device)
-        elif self.X.device != index.device:
-            X = _to_device(self.X.index_select(0, index.cpu()), index.device)
+            X = torch.from_numpy(self.X[index.numpy()].toarray())
         else:
             X = self.X.index_select(0, index)  # the rows X[index], without indexing's overhead
-        if self.weight is not None:
-            X = (X, self.weight.index_select(0, index))  # a weighted batch: _RowWeightsMixin
-        return X, (None if self.y is None else self.y.index_select(0, index))
+        X = _to_device(X, self.device)
+        if self.weight is not None:  # a weighted batch: see _RowWeightsMixin
+            X = (X, _to_device(self.weight.index_select(0, index), self.device))
+        y = None if self.y is None else _to_device(self.y.index_select(0, index), self.device)
+        return X, y
 
     def subset(self, index):
         """These rows restricted to ``index`` (a tensor of row numbers of ``X``)."""
-        return Rows(self.X, self.y, index, self.weight)
+        return Rows(self.X, self.y, index, self.device, self.weight)
 
 
 def _to_device(rows, device):
@@ -125,23 +126,32 @@ def _to_device(rows, device):
 def device_rows(X, y, device):
     """``X`` and ``y`` as stored for :class:`Rows`: dense arrays become tensors
     on ``device`` when they fit there (:func:`fits_on_device`; never aliasing
-    a read-only array), else host tensors; sparse ``X`` stays CSR."""
-    if not sp.issparse(X):
+    a read-only array), else host tensors; sparse ``X`` stays CSR. ``y`` is
+    kept where ``X`` is."""
+    on_host = sp.issparse(X)
+    if not on_host:
         X = torch.as_tensor(X if X.flags.writeable else np.array(X))
-        if fits_on_device(X.nbytes, device):
+        on_host = not fits_on_device(X.nbytes, device)
+        if not on_host:
             X = X.to(device)
-    return X, (None if y is None else torch.as_tensor(y, device=device))
+    store = torch.device("cpu") if on_host else device
+    return X, (None if y is None else torch.as_tensor(y, device=store)), store
 
 
 def split_datasets(X, y, train, valid, device, weight=None):
     """:class:`Rows` for the ``train`` and ``valid`` row indices of one ``X``
-    (``valid`` may be None: no validation), with the rows' ``weight`` if given."""
-    X, y = device_rows(X, y, device)
+    (``valid`` may be None: no validation), with the rows' ``weight`` if given.
+    The indices, ``y`` and ``weight`` are stored where ``X`` is
+    (:func:`device_rows`): rows kept on the host are gathered there, batch by
+    batch, and no batch reads an index back from the device."""
+    device = torch.device(device)
+    X, y, store = device_rows(X, y, device)
     if weight is not None:
-        weight = torch.as_tensor(weight, dtype=torch.float32, device=device)
+        weight = torch.as_tensor(weight, dtype=torch.float32, device=store)
 
     def rows(index):
-        return Rows(X, y, torch.as_tensor(index, dtype=torch.int64, device=device), weight)
+        return Rows(X, y, torch.as_tensor(index, dtype=torch.int64, device=store), device,
+                    weight)
 
     return rows(train), (None if valid is None else rows(valid))
 
@@ -184,9 +194,10 @@ class SliceBatches:
 
     def __iter__(self):
         index = self.rows.index
-        if self.shuffle:
-            order = torch.randperm(len(index), generator=self.generator, device=index.device)
-            index = index[order]
+        if self.shuffle:  # drawn where the generator is; rows kept on the host read it once
+            device = index.device if self.generator is None else self.generator.device
+            order = torch.randperm(len(index), generator=self.generator, device=device)
+            index = index[order.to(index.device)]
         for start, stop in self._bounds():
             yield self.rows.batch(index[start:stop])
 

@@ -163,3 +163,38 @@ def test_a_recorded_step_trains_as_the_eager_step_does(name, digits, monkeypatch
     for key, value in eager.network_.state_dict().items():
         torch.testing.assert_close(recorded.network_.state_dict()[key], value,
                                    rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["host", "sparse"])
+def test_rows_kept_on_the_host_add_no_sync_per_step(kind, digits, monkeypatch):
+    """Rows kept on the host (too large for the device, or sparse) are gathered there
+    from a host index: an epoch reads its shuffled order back once, and its steps
+    add no host sync to those of a fit from rows on the device (counted under
+    ``torch.cuda.set_sync_debug_mode("warn")``)."""
+    import scipy.sparse as sp
+
+    from qmatch_sklearn import _engine
+
+    X = digits[0]
+    params = tiny_encoder_params(device="cuda", max_epochs=3, batch_size=64,
+                                 validation_fraction=None)
+    QMatchEncoder(**params).fit(X[:256])  # warm-up: kernels and allocators
+
+    def syncs(rows):
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                QMatchEncoder(**params).fit(rows)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message) for w in caught)
+
+    on_device = syncs(X)
+    if kind == "host":
+        monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
+        rows = X
+    else:
+        rows = sp.csr_matrix(X)
+    # one order read an epoch (3), where a read a step would add 3 x 29
+    assert syncs(rows) <= on_device + 3

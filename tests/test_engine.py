@@ -205,8 +205,28 @@ def test_training_data_too_large_for_the_device_stays_on_the_host(X, monkeypatch
     assert fits_on_device(10**15, "cpu")
     monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
     X32 = X.astype(np.float32)
-    stored, _ = _engine.device_rows(X32, None, "cpu")
+    stored, _, _ = _engine.device_rows(X32, None, "cpu")
     assert stored.device.type == "cpu" and np.shares_memory(stored.numpy(), X32)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rows_kept_on_the_host_train_as_rows_on_the_device(X, weighted, monkeypatch):
+    """Rows that do not fit on the device keep their indices, labels and weights on
+    the host with them (a batch then reads no index back from the device; on a GPU
+    tests/test_cuda.py counts the syncs) and serve the same batches: the same
+    network, to the last bit."""
+    y = np.arange(N_ROWS) % 2
+    weight = np.linspace(0.5, 2.0, N_ROWS) if weighted else None
+
+    def fit():
+        clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
+                               freeze_encoder=False, max_epochs=2, batch_size=BATCH,
+                               validation_fraction=0.2, device="cpu", random_state=0)
+        return clf.fit(X, y, sample_weight=weight).predict_proba(X)
+
+    on_device = fit()
+    monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
+    np.testing.assert_array_equal(fit(), on_device)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -387,7 +407,7 @@ def test_batches_cover_the_rows_and_a_last_row_alone_is_dropped_or_merged(n_rows
     (after others) is skipped with ``drop_singleton`` and joins the batch before
     it with ``merge_singleton``; every other row is served once."""
     rows = _engine.Rows(torch.arange(n_rows, dtype=torch.float32)[:, None], None,
-                        torch.arange(n_rows))
+                        torch.arange(n_rows), torch.device("cpu"))
     batches = _engine.SliceBatches(rows, batch_size, drop_singleton=singleton == "drop",
                                    merge_singleton=singleton == "merge")
     served = [batch[0][:, 0].long().tolist() for batch in batches]
