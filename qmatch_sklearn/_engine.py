@@ -115,10 +115,10 @@ class Rows(torch.utils.data.Dataset):
 
 
 def _to_device(rows, device):
-    """Host rows on ``device``: through pinned memory, without blocking, to CUDA."""
+    """``rows`` on ``device``; host rows go to CUDA through pinned memory, without blocking."""
     if rows.device == device:
         return rows
-    if device.type == "cuda":
+    if rows.device.type == "cpu" and device.type == "cuda":
         rows = rows.pin_memory()
     return rows.to(device, non_blocking=True)
 
@@ -144,7 +144,7 @@ def split_datasets(X, y, train, valid, device, weight=None):
     The indices, ``y`` and ``weight`` are stored where ``X`` is
     (:func:`device_rows`): rows kept on the host are gathered there, batch by
     batch, and no batch reads an index back from the device."""
-    device = torch.device(device)
+    device = torch.empty(0, device=device).device  # as its tensors name it: "cuda:0", not "cuda"
     X, y, store = device_rows(X, y, device)
     if weight is not None:
         weight = torch.as_tensor(weight, dtype=torch.float32, device=store)
