@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
 from ._quantile_graph import QuantileMap
+from ._table import as_pandas
 
 #: The first ONNX opset of torch's exporter.
 MIN_OPSET = 18
@@ -369,6 +370,7 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     import skl2onnx
 
     check_is_fitted(model)
+    X = as_pandas(X)  # a polars or pyarrow sample reads as the pandas one
     if issparse(X):
         raise ValueError(
             "to_onnx needs dense sample rows: the exported graph reads a dense tensor "

@@ -21,6 +21,7 @@ kind of column is added here.
 """
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_X_y, validate_data
 
@@ -62,13 +63,24 @@ NO_Y = "no_validation"
 
 
 def as_pandas(X):
-    """A polars DataFrame or a pyarrow Table as the pandas DataFrame it converts to
-    (``to_pandas()``: the same column names, strings as strings, categoricals as
-    categories, nulls as NaN); anything else as it is. Column kinds, categories and
-    missing values are then read alike whichever library holds the table."""
-    if type(X).__module__.split(".")[0] in FOREIGN_TABLES and hasattr(X, "to_pandas"):
-        return X.to_pandas()
-    return X
+    """A polars DataFrame or a pyarrow Table as the pandas DataFrame its Arrow form
+    converts to; anything else as it is. The same column names, strings as strings,
+    categoricals as categories, nulls as NaN, and the kinds pandas gives its own
+    columns: booleans with nulls as pandas' nullable booleans (numeric, not
+    objects), dates as datetimes (refused by name, as a pandas date column is),
+    decimals as floats. Column kinds, categories and missing values are then read
+    alike whichever library holds the table."""
+    library = type(X).__module__.split(".")[0]
+    if library not in FOREIGN_TABLES or not hasattr(X, "to_pandas"):
+        return X
+    import pyarrow as pa
+
+    table = X.to_arrow() if library == "polars" else X
+    for i, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
+    return table.to_pandas(date_as_object=False,
+                           types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
 
 
 def _no_y(y):

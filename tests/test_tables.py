@@ -56,3 +56,49 @@ def test_an_encoder_transforms_a_polars_table_to_polars(readme_table):
     assert isinstance(Z, pl.DataFrame) and Z.shape == (len(df), encoder.embedding_dim)
     np.testing.assert_array_equal(Z.to_numpy(), encoder.set_output(transform="default")
                                   .transform(df))
+
+
+def test_booleans_with_nulls_dates_and_decimals_read_as_pandas_reads_its_own():
+    """A boolean column with nulls is numeric in every library (pandas' nullable
+    booleans; not an object column of categories), a date column is refused by
+    name, and a decimal column is numeric."""
+    import datetime
+    import decimal
+
+    import pandas as pd
+
+    flags = [True, None, False, True] * 10
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 40),
+                          "flag": pd.array(flags, dtype="boolean")})
+    tables = {"pandas": frame, "polars": pl.DataFrame({"x": frame["x"].tolist(), "flag": flags}),
+              "pyarrow": pa.table({"x": frame["x"].tolist(), "flag": pa.array(flags)})}
+    params = tiny_encoder_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = QMatchEncoder(**params).fit(frame).transform(frame)
+        for name, table in tables.items():
+            encoder = QMatchEncoder(**params).fit(table)
+            assert encoder.is_categorical_ is None, name
+            np.testing.assert_array_equal(encoder.transform(table), expected, err_msg=name)
+        days = [datetime.date(2020, 1, 1 + i % 28) for i in range(40)]
+        for table in (pl.DataFrame({"x": frame["x"].tolist(), "day": days}),
+                      pa.table({"x": frame["x"].tolist(), "day": pa.array(days, pa.date32())})):
+            with pytest.raises(ValueError, match=r"'day'.*neither numeric nor categorical"):
+                QMatchEncoder(**params).fit(table)
+        prices = [decimal.Decimal(f"{1 + i / 7:.2f}") for i in range(40)]
+        decimals = pa.table({"x": frame["x"].tolist(), "price": pa.array(prices)})
+        assert QMatchEncoder(**params).fit(decimals).is_categorical_ is None
+
+
+def test_a_model_fitted_on_polars_exports_from_a_polars_sample(readme_table):
+    pytest.importorskip("onnxruntime")
+    from qmatch_sklearn import to_onnx
+
+    df, _ = readme_table
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        encoder = QMatchEncoder(**tiny_encoder_params()).fit(pl.from_pandas(df))
+        graph = to_onnx(encoder, pl.from_pandas(df.iloc[:20]))  # its parity check runs
+        from_pandas = to_onnx(encoder, df.iloc[:20])
+    assert [i.name for i in graph.graph.input] == [i.name for i in from_pandas.graph.input]
+    assert len(graph.graph.input) == df.shape[1]  # one input a column, as from pandas
