@@ -1,5 +1,6 @@
 """The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -52,6 +53,26 @@ def balance_rows(n_rows):
     return np.sort(np.random.default_rng(0).choice(n_rows, BALANCE_ROWS, replace=False))
 
 
+def unchanged_on_failure(fit):
+    """``fit`` leaving its estimator's attributes as they were when it raises: a
+    refit refused for its input, or interrupted, keeps a fitted estimator whole
+    (its ``feature_names_in_``, table input and network from the fit before). A
+    fit replaces its fitted attributes rather than changing them in place, so
+    the attributes themselves are what is kept."""
+
+    @functools.wraps(fit)
+    def kept(self, *args, **kwargs):
+        state = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(state)
+            raise
+
+    return kept
+
+
 def _same(a, b):
     """Whether two parameter values are equal (arrays and estimators included)."""
     try:
@@ -94,6 +115,7 @@ class BasePretextEncoder(
     def _build_pretext(self, n_features, generator, missing):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @unchanged_on_failure
     def fit(self, X, y=None, X_val=None):
         """Pretrain the encoder on the rows of ``X`` (``y`` is ignored).
 

@@ -26,7 +26,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._base import BasePretextEncoder, _same
+from ._base import BasePretextEncoder, _same, unchanged_on_failure
 from ._budget import default_pretraining
 from ._constraints import Satisfies
 from ._device import resolve_device
@@ -170,6 +170,7 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         tags.input_tags.allow_nan = True
         return tags
 
+    @unchanged_on_failure
     def _fit(self, X, y, X_val, y_val, sample_weight=None):
         """The body of ``fit`` (documented by each task)."""
         self._validate_params()

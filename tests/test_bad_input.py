@@ -297,3 +297,41 @@ def test_integer_minus_one_in_an_object_array_marks_unlabeled_string_rows():
 ])
 def test_non_numbers_are_judged_from_the_input(X, expected):
     assert holds_non_numbers(X) is expected
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+#: a fitted estimator, its fit, a refit that fails, and the output to compare
+REFITS = {
+    "classifier, y of one class": (
+        classifier, (TABLE, Y_SEMI), (TABLE.assign(x0=TABLE["x0"] * 1e3),
+                                      np.zeros(len(Y), dtype=int)), {}, "predict_proba"),
+    "encoder, a column all NaN": (encoder, (TABLE,), (TABLE_NO_X2,), {}, "transform"),
+    "regressor, X_val without y_val": (regressor, (X, Y_REAL_SEMI), (X * 5.0, Y_REAL_SEMI),
+                                       {"X_val": X[:10]}, "predict"),
+    "supervised MLP, every weight 0": (
+        lambda: SupervisedMLPClassifier(hidden_sizes=(8,), max_epochs=2, random_state=0),
+        (X, Y), (X * 5.0, Y), {"sample_weight": np.zeros(len(Y))}, "predict_proba"),
+    "encoder, interrupted": (encoder, (X,), (X * 5.0,), {"interrupt": True}, "transform"),
+    "classifier, interrupted": (lambda: classifier(freeze_encoder=False), (X, Y),
+                                (X * 5.0, Y), {"interrupt": True}, "predict_proba"),
+}
+
+
+@pytest.mark.parametrize("case", REFITS, ids=list(REFITS))
+def test_a_refit_that_fails_keeps_the_fitted_estimator_whole(case, monkeypatch):
+    make, good, bad, fit_params, output = REFITS[case]
+    estimator = make().fit(*good)
+    expected = getattr(estimator, output)(good[0])
+    names = getattr(estimator, "feature_names_in_", None)
+    fit_params = dict(fit_params)
+    if fit_params.pop("interrupt", False):
+        monkeypatch.setattr(_base, "train_net", _interrupt)
+        monkeypatch.setattr(_head, "train_net", _interrupt)
+    with pytest.raises((ValueError, KeyboardInterrupt)):
+        estimator.fit(*bad, **fit_params)
+    np.testing.assert_array_equal(getattr(estimator, output)(good[0]), expected)
+    if names is not None:
+        np.testing.assert_array_equal(estimator.feature_names_in_, names)
