@@ -234,6 +234,11 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         table = self._reading_table(X)
         if hasattr(table, "center_"):  # fitted elsewhere: X's columns recorded
             rows = table.transform(self, X, y, reset=True)
+            # NaN where that encoder's network has no input for one: read as predict reads it
+            if isinstance(rows, tuple):  # (X, y)
+                rows = (table.fill_unseen_missing(self, rows[0]), rows[1])
+            else:
+                rows = table.fill_unseen_missing(self, rows)
         else:
             rows = table.fit_transform(self, X, y)
         self._table_input = table  # kept once it has read X
@@ -385,7 +390,11 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         ``X_val`` may have)."""
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
-        X_val = self._table_input.validation_rows(self, X_val, has_missing(X))
+        table = self._table_input
+        # the network reads NaN if the encoder fitted elsewhere did, or one fitted here will
+        with_missing = (table.fitted_with_missing if hasattr(table, "missing_features_")
+                        else has_missing(X))
+        X_val = table.validation_rows(self, X_val, with_missing)
         y_val = self._validation_target_array(y_val)
         if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(

@@ -252,3 +252,39 @@ def test_an_encoder_fitted_without_missing_values_fills_them_in_sparse_rows_too(
     np.testing.assert_allclose(Z, expected, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(Z, encoder.transform(filled), rtol=1e-6, atol=1e-6)
     assert np.isnan(holes.data).any()  # the caller's matrix is left as it was
+
+
+@pytest.mark.parametrize("freeze_encoder", ["auto", False])
+def test_a_frozen_encoder_without_missing_values_reads_the_fit_rows_nan_as_predict_does(
+        wine, freeze_encoder):
+    """A classifier around a FrozenEstimator encoder fitted without NaN reads the NaN of
+    its own fit rows as predict reads them (the column's center, with a warning), not
+    as values for a network with no input for them; rows without NaN fit as before."""
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = wine
+    encoder = QMatchEncoder(**tiny_encoder_params(passthrough=True)).fit(X)
+    holes = with_holes(X, 0.1)
+    filled = np.where(np.isnan(holes), encoder.center_, holes)
+    y_semi = np.where(np.arange(len(y)) % 3 == 0, y, -1)
+
+    def fit(rows):
+        return QMatchClassifier(FrozenEstimator(encoder), freeze_encoder=freeze_encoder,
+                                max_epochs=3, device="cpu", random_state=0).fit(rows, y_semi)
+
+    with pytest.warns(UserWarning, match=r"missing values \(NaN\) in column\(s\) \[1, 2,"):
+        from_holes = fit(holes)
+    np.testing.assert_array_equal(from_holes.predict_proba(filled),
+                                  fit(filled).predict_proba(filled))
+
+
+def test_a_frozen_encoder_with_missing_values_takes_a_validation_set_with_them(wine):
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = wine
+    holes = with_holes(X, 0.1)
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(holes)  # its network reads NaN
+    classifier = QMatchClassifier(FrozenEstimator(encoder), freeze_encoder=True, max_epochs=2,
+                                  device="cpu", random_state=0)
+    classifier.fit(X, y, X_val=holes[:30], y_val=y[:30])  # X itself has none
+    assert np.isfinite(classifier.predict_proba(holes)).all()
