@@ -217,11 +217,11 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return np.asarray(y_val)
 
     def _encode_validation_targets(self, y_val, label_encoder):
-        unseen = np.setdiff1d(y_val, label_encoder.classes_)
-        if len(unseen):
-            raise ValueError(
-                f"y_val has labels not among the labeled rows of y: {unseen.tolist()}."
-            )
+        # without sorting y_val, whose None or NaN would not sort with strings
+        known = set(label_encoder.classes_.tolist())
+        unseen = [label for label in dict.fromkeys(y_val.tolist()) if label not in known]
+        if unseen:
+            raise ValueError(f"y_val has labels not among the labeled rows of y: {unseen}.")
         return label_encoder.transform(y_val).astype(np.int64)
 
     def _logits(self, X):

@@ -248,6 +248,10 @@ CASES = {
         encoder(), (TABLE,), ValueError,
         r"'kind' \(categorical at fit, dtype float64 now\)",
         {"X_val": TABLE_KIND_AS_CODES.head(10)}),
+    "classifier y_val with None": (
+        classifier(), (X, with_minus_one(STRINGS, object)), ValueError,
+        r"y_val has labels not among the labeled rows of y: \[None\]",
+        {"X_val": X[:10], "y_val": np.array([None, *STRINGS[1:10]], dtype=object)}),
     "classifier X_val as an array after a categorical table": (
         classifier(), (TABLE, Y_SEMI), ValueError,
         r"fitted on a DataFrame with categorical columns \(kind\); pass a DataFrame",
