@@ -97,10 +97,19 @@ def observed_moments(X):
     for block in dense_blocks(X):
         observed = _observed(block)
         count += len(block) if observed is None else observed.sum(axis=0)
-        total += _filled(block, observed, 0.0).sum(axis=0)
+        with np.errstate(over="ignore"):  # a sum beyond float64: summed again below
+            total += _filled(block, observed, 0.0).sum(axis=0)
         low = np.minimum(low, _filled(block, observed, np.inf).min(axis=0))
         high = np.maximum(high, _filled(block, observed, -np.inf).max(axis=0))
     mean = total / np.maximum(count, 1)
+    overflowed = np.flatnonzero(np.isinf(total))
+    if len(overflowed):  # values near float64's largest: summed in units of a power of two
+        unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
+        total = np.zeros(len(overflowed))
+        for block in dense_blocks(X):
+            values = block[:, overflowed] / unit
+            total += np.where(np.isnan(values), 0.0, values).sum(axis=0)
+        mean[overflowed] = total / count[overflowed] * unit
     return count, mean, low, high
 
 
@@ -133,17 +142,20 @@ def _dense_scaling(X):
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
     for block in dense_blocks(X):
         observed = _observed(block)
-        deviation = block - mean
-        deviation /= unit
+        deviation = block / unit  # then minus mean / unit: (block - mean) / unit, exactly,
+        deviation -= mean / unit  # with no overflow on a range beyond float64
         deviation *= deviation
         squares += _filled(deviation, observed, 0.0).sum(axis=0)
         others |= _filled((block != low) & (block != high), observed, False).any(axis=0)
     std = np.sqrt(squares / np.maximum(count, 1)) * unit
-    two_valued = ~others
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = high - low
+    # a range beyond float64 (values near its largest) cannot be a scale: the std then
+    finite = np.isfinite(spread)
+    two_valued = ~others & finite
     center = np.where(two_valued, low, mean)
-    with np.errstate(over="ignore", invalid="ignore"):  # a range beyond float64: the std
-        floor = (high - low) / MAX_DEVIATION
-    scale = np.where(two_valued, high - low, np.fmax(std, floor))
+    floor = np.where(finite, spread / MAX_DEVIATION, high / MAX_DEVIATION - low / MAX_DEVIATION)
+    scale = np.where(two_valued, spread, np.fmax(std, floor))
     center[count == 0] = 0.0  # no observed value: refused later, by the missing-values layer
     return center, np.where(scale > 0, scale, CONSTANT_SCALE)
 

@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 
+import qmatch_sklearn
 from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor, _scaling
 from qmatch_sklearn._networks import InputScale
 from qmatch_sklearn._scaling import (
@@ -73,6 +74,32 @@ def test_columns_in_extreme_units_are_standardised(exponent, sparse, seed):
     center, scale = fit_scaling(rows(X * 10.0**exponent))
     np.testing.assert_allclose(scale / 10.0**exponent, reference[1], rtol=1e-12)
     np.testing.assert_allclose(center / 10.0**exponent, reference[0], rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("case", ["a range beyond float64", "a sum beyond float64",
+                                  "two values beyond float64's range"])
+def test_columns_near_float64_s_largest_get_a_finite_map_that_saves(case, tmp_path):
+    """Finite values near float64's largest: a range (high - low) or a column sum
+    that overflows gave an infinite scale (the column read as 0, and load refused
+    the saved file) or an infinite center (every value NaN, refused as "all NaN");
+    the mean is summed again in units of a power of two, and a range beyond
+    float64 is no scale: the standard deviation is."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    if case == "a range beyond float64":
+        X[:2, 0] = -1e308, 1e308
+    elif case == "a sum beyond float64":
+        X[:, 0] = rng.uniform(0.5, 1.5, 100) * 1e308
+    else:
+        X[:, 0] = np.where(np.arange(100) % 2, 1.5e308, -1.5e308)
+    center, scale = fit_scaling(X)
+    assert np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()
+    mapped = apply_scaling(X, center, scale)
+    assert np.isfinite(mapped).all() and np.unique(mapped[:, 0]).size > 1
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)
+    qmatch_sklearn.save(encoder, tmp_path / "encoder.safetensors")
+    loaded = qmatch_sklearn.load(tmp_path / "encoder.safetensors")
+    np.testing.assert_array_equal(loaded.transform(X), encoder.transform(X))
 
 
 @settings(max_examples=40, deadline=None)
