@@ -507,6 +507,8 @@ def _disagreement(model, session, rows):
     else:
         graph = outputs[-1]
     graph = np.asarray(graph, dtype=np.float64).reshape(expected.shape)
+    if np.any(np.isnan(graph) != np.isnan(expected)):  # NaN on one side only: no agreement
+        return np.inf
     return float(np.nanmax(np.abs(graph - expected) / (1.0 + np.abs(expected)), initial=0.0))
 
 

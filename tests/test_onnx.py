@@ -461,3 +461,16 @@ def test_the_pipeline_of_the_design_card_exports_whole(distribution, digits):
     labels, proba = _run(to_onnx(pipeline, frame), frame)
     np.testing.assert_allclose(proba, pipeline.predict_proba(frame), rtol=ATOL, atol=ATOL)
     np.testing.assert_array_equal(labels, pipeline.predict(frame))
+
+
+@pytest.mark.parametrize(("graph", "agrees"), [
+    ([[0.5, np.nan]], True),  # NaN where the model gives NaN too (a passed-through input)
+    ([[0.5, 0.25]], False),  # a number where the model gives NaN
+    ([[np.nan, np.nan]], False),  # NaN where the model gives a number
+])
+def test_the_parity_check_counts_nan_on_one_side_as_disagreement(graph, agrees, monkeypatch):
+    from qmatch_sklearn import _onnx
+
+    monkeypatch.setattr(_onnx, "_fitted_outputs", lambda model, rows: np.array([[0.5, np.nan]]))
+    monkeypatch.setattr(_onnx, "_graph_outputs", lambda session, rows: [np.array(graph)])
+    assert (_onnx._disagreement(object(), None, None) == 0.0) is agrees
