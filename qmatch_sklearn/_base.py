@@ -54,11 +54,13 @@ def balance_rows(n_rows):
 
 
 def unchanged_on_failure(fit):
-    """``fit`` leaving its estimator's attributes as they were when it raises: a
-    refit refused for its input, or interrupted, keeps a fitted estimator whole
-    (its ``feature_names_in_``, table input and network from the fit before). A
-    fit replaces its fitted attributes rather than changing them in place, so
-    the attributes themselves are what is kept."""
+    """``fit`` (or ``partial_fit``) leaving its estimator's attributes as they were
+    when it raises: a refit refused for its input, or interrupted, keeps a fitted
+    estimator whole (its ``feature_names_in_``, table input and network from the
+    fit before). A fit replaces its fitted attributes rather than changing them
+    in place, so the attributes themselves are what is kept; a ``partial_fit``
+    that continues a run trains that run's network in place, and an interrupted
+    one keeps the steps it took."""
 
     @functools.wraps(fit)
     def kept(self, *args, **kwargs):
@@ -171,6 +173,7 @@ class BasePretextEncoder(
         self._keep(module, result, device, X, missing)
         return self
 
+    @unchanged_on_failure
     def partial_fit(self, X, y=None):
         """One pass of the pretext task over the rows of ``X``, continuing the last call.
 

@@ -391,10 +391,10 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
         table = self._table_input
-        # the network reads NaN if the encoder fitted elsewhere did, or one fitted here will
-        with_missing = (table.fitted_with_missing if hasattr(table, "missing_features_")
-                        else has_missing(X))
-        X_val = table.validation_rows(self, X_val, with_missing)
+        if hasattr(table, "missing_features_"):  # an encoder fitted elsewhere: read as X was
+            X_val = table.fill_unseen_missing(self, table.validation_rows(self, X_val, True))
+        else:  # the encoder fitted here on X has an input for NaN if X has any
+            X_val = table.validation_rows(self, X_val, has_missing(X))
         y_val = self._validation_target_array(y_val)
         if X_val.shape[0] != len(y_val) or len(y_val) == 0:
             raise ValueError(

@@ -97,12 +97,14 @@ def observed_moments(X):
     for block in dense_blocks(X):
         observed = _observed(block)
         count += len(block) if observed is None else observed.sum(axis=0)
-        with np.errstate(over="ignore"):  # a sum beyond float64: summed again below
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: summed again below
             total += _filled(block, observed, 0.0).sum(axis=0)
         low = np.minimum(low, _filled(block, observed, np.inf).min(axis=0))
         high = np.maximum(high, _filled(block, observed, -np.inf).max(axis=0))
     mean = total / np.maximum(count, 1)
-    overflowed = np.flatnonzero(np.isinf(total))
+    # beyond float64 (inf), or NaN where partial sums overflowed both ways (numpy sums a
+    # column-major block pairwise)
+    overflowed = np.flatnonzero(~np.isfinite(total) & (count > 0))
     if len(overflowed):  # values near float64's largest: summed in units of a power of two
         unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
         total = np.zeros(len(overflowed))

@@ -21,7 +21,6 @@ kind of column is added here.
 """
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_X_y, validate_data
 
@@ -64,23 +63,28 @@ NO_Y = "no_validation"
 
 def as_pandas(X):
     """A polars DataFrame or a pyarrow Table as the pandas DataFrame its Arrow form
-    converts to; anything else as it is. The same column names, strings as strings,
-    categoricals as categories, nulls as NaN, and the kinds pandas gives its own
-    columns: booleans with nulls as pandas' nullable booleans (numeric, not
-    objects), dates as datetimes (refused by name, as a pandas date column is),
-    decimals as floats. Column kinds, categories and missing values are then read
-    alike whichever library holds the table."""
+    converts to; anything else as it is (a polars Series or pyarrow Array as its pandas
+    one). The same column names, strings as strings, categoricals as categories,
+    nulls as NaN, and the kinds pandas gives its own columns: booleans with nulls as
+    pandas' nullable booleans (numeric, not objects), dates as datetimes (refused by
+    name, as a pandas date column is), decimals as floats. Column kinds, categories
+    and missing values are then read alike whichever library holds the table."""
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES or not hasattr(X, "to_pandas"):
         return X
+    if not hasattr(X, "schema"):  # a Series or an Array: one column, refused downstream
+        return X.to_pandas()
     import pyarrow as pa
 
     table = X.to_arrow() if library == "polars" else X
     for i, field in enumerate(table.schema):
         if pa.types.is_decimal(field.type):
             table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
-    return table.to_pandas(date_as_object=False,
-                           types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
+    frame = table.to_pandas(date_as_object=False)
+    for field, column in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_boolean(field.type) and column.null_count:  # objects otherwise
+            frame[field.name] = frame[field.name].astype("boolean")
+    return frame
 
 
 def _no_y(y):
@@ -267,10 +271,11 @@ class TableInput(BaseEstimator):
         rows, inputs = zero_missing(rows)
         warn(
             f"{type(owner).__name__}: X has missing values (NaN) in column(s) "
-            f"{self.describe(owner, inputs)}, but the rows it was fitted on had none, so its "
-            "network has no input for them: they are read as the column's mean over the fit "
-            "rows (the lower value of a two-valued column). Fit on rows with missing values "
-            "for the network to learn from them, or impute upstream to choose the value.",
+            f"{self.describe(owner, inputs)}, but its network was fitted on rows without "
+            "any, so it has no input for them: they are read as the column's mean over those "
+            "rows (the lower value of a two-valued column). Fit the network (an encoder "
+            "passed frozen: that encoder) on rows with missing values for it to learn from "
+            "them, or impute upstream to choose the value.",
             UserWarning,
         )
         return rows

@@ -319,6 +319,8 @@ REFITS = {
         lambda: SupervisedMLPClassifier(hidden_sizes=(8,), max_epochs=2, random_state=0),
         (X, Y), (X * 5.0, Y), {"sample_weight": np.zeros(len(Y))}, "predict_proba"),
     "encoder, interrupted": (encoder, (X,), (X * 5.0,), {"interrupt": True}, "transform"),
+    "encoder, a first partial_fit refused": (encoder, (TABLE,), (TABLE_NO_X2,),
+                                              {"method": "partial_fit"}, "transform"),
     "classifier, interrupted": (lambda: classifier(freeze_encoder=False), (X, Y),
                                 (X * 5.0, Y), {"interrupt": True}, "predict_proba"),
 }
@@ -335,7 +337,7 @@ def test_a_refit_that_fails_keeps_the_fitted_estimator_whole(case, monkeypatch):
         monkeypatch.setattr(_base, "train_net", _interrupt)
         monkeypatch.setattr(_head, "train_net", _interrupt)
     with pytest.raises((ValueError, KeyboardInterrupt)):
-        estimator.fit(*bad, **fit_params)
+        getattr(estimator, fit_params.pop("method", "fit"))(*bad, **fit_params)
     np.testing.assert_array_equal(getattr(estimator, output)(good[0]), expected)
     if names is not None:
         np.testing.assert_array_equal(estimator.feature_names_in_, names)

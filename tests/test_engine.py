@@ -209,35 +209,25 @@ def test_training_data_too_large_for_the_device_stays_on_the_host(X, monkeypatch
     assert stored.device.type == "cpu" and np.shares_memory(stored.numpy(), X32)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_rows_kept_on_the_host_train_as_rows_on_the_device(X, weighted, monkeypatch):
-    """Rows that do not fit on the device keep their indices, labels and weights on
-    the host with them (a batch then reads no index back from the device; on a GPU
-    tests/test_cuda.py counts the syncs) and serve the same batches: the same
-    network, to the last bit."""
-    y = np.arange(N_ROWS) % 2
-    weight = np.linspace(0.5, 2.0, N_ROWS) if weighted else None
-
-    def fit():
-        clf = QMatchClassifier(QMatchEncoder(**tiny_encoder_params(max_epochs=2)),
-                               freeze_encoder=False, max_epochs=2, batch_size=BATCH,
-                               validation_fraction=0.2, device="cpu", random_state=0)
-        return clf.fit(X, y, sample_weight=weight).predict_proba(X)
-
-    on_device = fit()
-    monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
-    np.testing.assert_array_equal(fit(), on_device)
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_fit_from_host_batches_equals_one_from_device_data(X, monkeypatch):
-    """Batches gathered on the host and copied through pinned memory give the
-    network of a fit whose data sat on the GPU."""
+    """Batches gathered on the host (with their labels and weights, from a host
+    index) and copied through pinned memory give the network of a fit whose data
+    sat on the GPU."""
     params = tiny_encoder_params(device="cuda", validation_fraction=None)
-    on_device = QMatchEncoder(**params).fit(X).transform(X)
+    y, weight = np.arange(N_ROWS) % 2, np.linspace(0.5, 2.0, N_ROWS)
+
+    def fits():
+        encoder = QMatchEncoder(**params).fit(X).transform(X)
+        classifier = QMatchClassifier(QMatchEncoder(**params), freeze_encoder=False,
+                                      max_epochs=2, batch_size=BATCH, validation_fraction=0.2,
+                                      device="cuda", random_state=0)
+        return encoder, classifier.fit(X, y, sample_weight=weight).predict_proba(X)
+
+    on_device = fits()
     monkeypatch.setattr(_engine, "fits_on_device", lambda nbytes, device: False)
-    from_host = QMatchEncoder(**params).fit(X).transform(X)
-    np.testing.assert_allclose(from_host, on_device, rtol=1e-5, atol=1e-5)
+    for from_host, expected in zip(fits(), on_device, strict=True):
+        np.testing.assert_allclose(from_host, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_adamw_steps_with_the_fused_kernel_where_torch_has_one(X, monkeypatch):

@@ -288,3 +288,21 @@ def test_a_frozen_encoder_with_missing_values_takes_a_validation_set_with_them(w
                                   device="cpu", random_state=0)
     classifier.fit(X, y, X_val=holes[:30], y_val=y[:30])  # X itself has none
     assert np.isfinite(classifier.predict_proba(holes)).all()
+
+
+def test_a_frozen_encoder_without_missing_values_reads_a_validation_set_s_nan_as_x_s(wine):
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = wine
+    encoder = QMatchEncoder(**tiny_encoder_params()).fit(X)  # its network reads no NaN
+    holes = with_holes(X, 0.1)
+    filled = np.where(np.isnan(holes), encoder.center_, holes)
+
+    def fit(X_val):
+        return QMatchClassifier(FrozenEstimator(encoder), freeze_encoder=True, max_epochs=3,
+                                device="cpu", random_state=0).fit(
+            holes, y, X_val=X_val, y_val=y[:30]).predict_proba(X)
+
+    with pytest.warns(UserWarning, match="missing values"):
+        proba = fit(holes[:30])
+    np.testing.assert_array_equal(proba, fit(filled[:30]))

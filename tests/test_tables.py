@@ -102,3 +102,22 @@ def test_a_model_fitted_on_polars_exports_from_a_polars_sample(readme_table):
         from_pandas = to_onnx(encoder, df.iloc[:20])
     assert [i.name for i in graph.graph.input] == [i.name for i in from_pandas.graph.input]
     assert len(graph.graph.input) == df.shape[1]  # one input a column, as from pandas
+
+
+def test_a_polars_sample_with_a_boolean_column_exports_as_its_pandas_twin():
+    """A boolean column without nulls stays NumPy's bool (a graph input skl2onnx can
+    type), as pandas holds it; only one with nulls becomes pandas' nullable boolean."""
+    pytest.importorskip("onnxruntime")
+    import pandas as pd
+
+    from qmatch_sklearn import to_onnx
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60), "flag": rng.random(60) < 0.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        encoder = QMatchEncoder(**tiny_encoder_params()).fit(pl.from_pandas(frame))
+        graphs = [to_onnx(encoder, sample) for sample in (
+            frame.iloc[:20], pl.from_pandas(frame.iloc[:20]), pa.Table.from_pandas(frame[:20]))]
+    inputs = [[(i.name, i.type.tensor_type.elem_type) for i in g.graph.input] for g in graphs]
+    assert inputs[1] == inputs[2] == inputs[0]

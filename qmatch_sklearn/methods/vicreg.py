@@ -204,8 +204,8 @@ class VICRegEncoder(BasePretextEncoder):
         categorical column; float64's largest for a constant one, which then
         reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
     embedding_mean_ : ndarray of shape (embedding_dim,)
-        The mean embedding over the fit rows, which ``passthrough=True`` centres
-        by. Only when fitted with ``passthrough=True``.
+        The mean embedding over the fit rows (a random 8,192 of them when there are
+        more), which ``passthrough=True`` centres by. Only when fitted with it.
     embedding_scale_ : ndarray of shape (embedding_dim,)
         The factor ``passthrough=True`` multiplies the centred embedding by.
         Only when fitted with ``passthrough=True``.
