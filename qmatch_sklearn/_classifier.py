@@ -18,6 +18,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._engine import FineTuneNet
@@ -214,7 +215,10 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return label_encoder, label_encoder.transform(y_labeled).astype(np.int64)
 
     def _validation_target_array(self, y_val):
-        return np.asarray(y_val)
+        try:  # a column (n, 1), as y may be, becomes 1-D, with scikit-learn's warning
+            return column_or_1d(np.asarray(y_val), warn=True)
+        except ValueError as error:
+            raise ValueError(f"y_val: {error}") from error
 
     def _encode_validation_targets(self, y_val, label_encoder):
         # without sorting y_val, whose None or NaN would not sort with strings

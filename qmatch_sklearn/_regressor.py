@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin
+from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_consistent_length
 
@@ -24,8 +25,12 @@ from ._head import (
     PretrainedEncoderMixin,
     RandomInitMixin,
 )
-from ._scaling import mean_and_std
+from ._scaling import mean_and_std, power_of_two_above
 from .heads import RIDGE, RegressorHead, fit_ridge_head_, run_head
+
+#: The most standard deviations a validation target may lie from the labeled targets'
+#: mean: float32's largest square root (its squared error stays finite).
+FARTHEST_TARGET = float(np.sqrt(np.finfo(np.float32).max))
 
 
 class _TargetScaling(NamedTuple):
@@ -37,9 +42,13 @@ class _TargetScaling(NamedTuple):
     values: np.ndarray
     one_dimensional: bool
 
+    def deviations(self, values):
+        """``values`` (n_samples, n_outputs) standardised, in float64."""
+        return (values - self.mean) / self.scale
+
     def standardise(self, values):
         """``values`` (n_samples, n_outputs) as float32 standardised targets."""
-        return ((values - self.mean) / self.scale).astype(np.float32)
+        return self.deviations(values).astype(np.float32)
 
 
 def _as_columns(y):
@@ -65,6 +74,20 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+    def score(self, X, y, sample_weight=None):
+        """R² of ``predict(X)`` against ``y`` (scikit-learn's ``r2_score``), each output
+        in units of a power of two above its largest absolute target or prediction:
+        the same number in ordinary units, and no overflow of the squares for targets
+        in extreme units (1e200), where ``r2_score`` gives NaN."""
+        raw = self.predict(X)
+        predicted = _as_columns(np.asarray(raw, dtype=np.float64))
+        targets = _as_columns(np.asarray(y, dtype=np.float64))
+        if targets.shape != predicted.shape:  # r2_score's message, on y as given
+            return r2_score(y, raw, sample_weight=sample_weight)
+        unit = power_of_two_above(np.maximum(np.abs(targets).max(axis=0, initial=0.0),
+                                             np.abs(predicted).max(axis=0, initial=0.0)))
+        return r2_score(targets / unit, predicted / unit, sample_weight=sample_weight)
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):
         """Fit on ``X``; rows whose targets are NaN are unlabeled.
@@ -159,6 +182,13 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
             raise ValueError(
                 f"y_val has {values.shape[1]} target(s) per row, but y has "
                 f"{len(scaling.mean)}."
+            )
+        farthest = np.abs(scaling.deviations(values)).max()
+        if not farthest < FARTHEST_TARGET:  # its squared error would overflow float32
+            raise ValueError(
+                f"y_val lies up to {farthest:.3g} standard deviations of y's labeled targets "
+                f"from their mean, beyond the {FARTHEST_TARGET:.3g} the float32 loss can "
+                "square. Are y and y_val in the same units?"
             )
         return scaling.standardise(values)
 

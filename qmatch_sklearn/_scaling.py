@@ -106,7 +106,7 @@ def observed_moments(X):
     # column-major block pairwise)
     overflowed = np.flatnonzero(~np.isfinite(total) & (count > 0))
     if len(overflowed):  # values near float64's largest: summed in units of a power of two
-        unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
+        unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
         total = np.zeros(len(overflowed))
         for block in dense_blocks(X):
             values = block[:, overflowed] / unit
@@ -115,7 +115,7 @@ def observed_moments(X):
     return count, mean, low, high
 
 
-def _power_of_two_above(largest):
+def power_of_two_above(largest):
     """Per column, the power of two 2^e at or above ``largest`` (1 where it is 0,
     infinite or NaN; 2^1023, float64's largest, from there on). Deviations
     divided by it square without overflow (values beyond ~1e154) or underflow
@@ -128,10 +128,10 @@ def _power_of_two_above(largest):
 def mean_and_std(values):
     """Per column of the float64 array ``values`` (2-D, no NaN): the mean and the
     (biased) standard deviation, computed on the values divided by the power of
-    two above the column's largest absolute value (:func:`_power_of_two_above`),
+    two above the column's largest absolute value (:func:`power_of_two_above`),
     so that neither overflows beyond ~1e154 nor underflows below ~1e-154; in
     ordinary units they are numpy's ``mean`` and ``std`` to the last bit."""
-    unit = _power_of_two_above(np.abs(values).max(axis=0))
+    unit = power_of_two_above(np.abs(values).max(axis=0))
     scaled = values / unit
     mean = scaled.mean(axis=0)
     return mean * unit, np.sqrt(((scaled - mean) ** 2).mean(axis=0)) * unit
@@ -139,7 +139,7 @@ def mean_and_std(values):
 
 def _dense_scaling(X):
     count, mean, low, high = observed_moments(X)
-    unit = _power_of_two_above(np.maximum(np.abs(low), np.abs(high)))
+    unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))
     squares = np.zeros(X.shape[1])
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
     for block in dense_blocks(X):
@@ -173,7 +173,7 @@ def _sparse_scaling(X):
     # implicit zeros are entries too: (count - stored) of them, each (0 - mean)^2
     largest = np.zeros(n_features)
     np.maximum.at(largest, columns, np.abs(data))
-    unit = _power_of_two_above(largest)
+    unit = power_of_two_above(largest)
     stored = np.bincount(columns, minlength=n_features)
     squares = np.bincount(columns, ((data - mean[columns]) / unit[columns]) ** 2,
                           minlength=n_features)

@@ -248,6 +248,13 @@ CASES = {
         encoder(), (TABLE,), ValueError,
         r"'kind' \(categorical at fit, dtype float64 now\)",
         {"X_val": TABLE_KIND_AS_CODES.head(10)}),
+    "classifier y_val with two columns": (
+        classifier(), (X, Y_SEMI), ValueError, r"^y_val: y should be a 1d array",
+        {"X_val": X[:10], "y_val": np.column_stack([Y[:10], Y[:10]])}),
+    "regressor y_val in other units": (
+        regressor(), (X, Y_REAL_SEMI), ValueError,
+        r"y_val lies up to .* standard deviations .* Are y and y_val in the same units",
+        {"X_val": X[:10], "y_val": Y_REAL[:10] * 1e30}),
     "classifier y_val with None": (
         classifier(), (X, with_minus_one(STRINGS, object)), ValueError,
         r"y_val has labels not among the labeled rows of y: \[None\]",
@@ -341,3 +348,13 @@ def test_a_refit_that_fails_keeps_the_fitted_estimator_whole(case, monkeypatch):
     np.testing.assert_array_equal(getattr(estimator, output)(good[0]), expected)
     if names is not None:
         np.testing.assert_array_equal(estimator.feature_names_in_, names)
+
+
+def test_a_column_y_val_is_read_as_a_column_y_is():
+    """y_val of shape (n, 1) (a one-column DataFrame) is read as y of that shape is."""
+    def fit(y_val):
+        return classifier(max_epochs=2).fit(X, Y, X_val=X[:20], y_val=y_val).predict_proba(X)
+
+    with pytest.warns(UserWarning, match="column-vector y"):
+        from_column = fit(pd.DataFrame({"target": Y[:20]}))
+    np.testing.assert_array_equal(from_column, fit(Y[:20]))

@@ -327,6 +327,15 @@ def test_regression_targets_in_extreme_units_give_the_same_predictions(exponent)
 
     np.testing.assert_allclose(predict(y * 10.0**exponent) / 10.0**exponent, predict(y),
                                rtol=1e-6, atol=1e-9)
+    # and score in any units: r2_score squared 1e200 targets to NaN
+    labeled = ~np.isnan(y)
+    fitted = QMatchRegressor(QMatchEncoder(**tiny_encoder_params(passthrough=True)),
+                             random_state=0).fit(X, y * 10.0**exponent)
+    score = fitted.score(X[labeled], y[labeled] * 10.0**exponent)
+    assert np.isfinite(score)
+    np.testing.assert_allclose(score, QMatchRegressor(
+        QMatchEncoder(**tiny_encoder_params(passthrough=True)), random_state=0).fit(X, y).score(
+        X[labeled], y[labeled]), rtol=1e-5, atol=1e-6)
 
 
 @settings(max_examples=3, deadline=None)
