@@ -76,10 +76,27 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         return tags
 
     def score(self, X, y, sample_weight=None):
-        """R² of ``predict(X)`` against ``y`` (scikit-learn's ``r2_score``), each output
-        in units of a power of two above its largest absolute target or prediction:
-        the same number in ordinary units, and no overflow of the squares for targets
-        in extreme units (1e200), where ``r2_score`` gives NaN."""
+        """Return the coefficient of determination R² of ``predict(X)`` against ``y``.
+
+        scikit-learn's ``r2_score``, each output in units of a power of two above its
+        largest absolute target or prediction: the same number in ordinary units, and
+        no overflow of the squares for targets in extreme units (1e200), where
+        ``r2_score`` gives NaN.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test rows, read as at fit.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            True targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows.
+
+        Returns
+        -------
+        score : float
+            R² of ``predict(X)``, averaged uniformly over the outputs.
+        """
         raw = self.predict(X)
         predicted = _as_columns(np.asarray(raw, dtype=np.float64))
         targets = _as_columns(np.asarray(y, dtype=np.float64))
