@@ -200,14 +200,15 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
                 f"y_val has {values.shape[1]} target(s) per row, but y has "
                 f"{len(scaling.mean)}."
             )
-        farthest = np.abs(scaling.deviations(values)).max()
+        deviations = scaling.deviations(values)
+        farthest = np.abs(deviations).max()
         if not farthest < FARTHEST_TARGET:  # its squared error would overflow float32
             raise ValueError(
                 f"y_val lies up to {farthest:.3g} standard deviations of y's labeled targets "
                 f"from their mean, beyond the {FARTHEST_TARGET:.3g} the float32 loss can "
                 "square. Are y and y_val in the same units?"
             )
-        return scaling.standardise(values)
+        return deviations.astype(np.float32)
 
     def _head_width(self, scaling):
         return len(scaling.mean)

@@ -109,8 +109,7 @@ def observed_moments(X):
         unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
         total = np.zeros(len(overflowed))
         for block in dense_blocks(X):
-            values = block[:, overflowed] / unit
-            total += np.where(np.isnan(values), 0.0, values).sum(axis=0)
+            total += np.nansum(block[:, overflowed] / unit, axis=0)
         mean[overflowed] = total / count[overflowed] * unit
     return count, mean, low, high
 
