@@ -67,7 +67,10 @@ def as_pandas(X):
     one). The same column names, strings as strings, categoricals as categories,
     nulls as NaN, and the kinds pandas gives its own columns: booleans with nulls as
     pandas' nullable booleans (numeric, not objects), dates as datetimes (refused by
-    name, as a pandas date column is), decimals as floats. Column kinds, categories
+    name, as a pandas date column is), decimals as floats. A polars ``Categorical``
+    declares no order of its categories (it lists them as its rows first show them),
+    so they are sorted, as pandas sorts the categories it infers; an ``Enum``'s and
+    an Arrow dictionary's stay in their declared order. Column kinds, categories
     and missing values are then read alike whichever library holds the table."""
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES or not hasattr(X, "to_pandas"):
@@ -84,6 +87,13 @@ def as_pandas(X):
     for field, column in zip(table.schema, table.columns, strict=True):
         if pa.types.is_boolean(field.type) and column.null_count:  # objects otherwise
             frame[field.name] = frame[field.name].astype("boolean")
+    if library == "polars":
+        import polars as pl
+
+        for name, dtype in X.schema.items():
+            if isinstance(dtype, pl.Categorical):
+                categories = frame[name].cat.categories
+                frame[name] = frame[name].cat.reorder_categories(categories.sort_values())
     return frame
 
 

@@ -121,3 +121,34 @@ def test_a_polars_sample_with_a_boolean_column_exports_as_its_pandas_twin():
             frame.iloc[:20], pl.from_pandas(frame.iloc[:20]), pa.Table.from_pandas(frame[:20]))]
     inputs = [[(i.name, i.type.tensor_type.elem_type) for i in g.graph.input] for g in graphs]
     assert inputs[1] == inputs[2] == inputs[0]
+
+
+def test_a_polars_categorical_reads_as_the_pandas_categorical_it_infers():
+    """A polars Categorical lists its categories as its rows first show them; read
+    sorted, as pandas infers them, the same table gives the pandas table's model, and
+    the same values in another row order the same categories. An Enum keeps the
+    order it declares."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    sizes = rng.choice(["small", "large", "medium"], size=60)
+    x = rng.normal(size=60)
+    frame = pd.DataFrame({"x": x, "size": pd.Series(sizes).astype("category")})
+    params = tiny_encoder_params()
+
+    def polars_table(dtype, order=slice(None)):
+        return pl.DataFrame({"x": x[order], "size": sizes[order]}).with_columns(
+            pl.col("size").cast(dtype))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = QMatchEncoder(**params).fit(frame).transform(frame)
+        encoder = QMatchEncoder(**params).fit(polars_table(pl.Categorical))
+        np.testing.assert_array_equal(encoder.transform(frame), expected)
+        shuffled = QMatchEncoder(**params).fit(
+            polars_table(pl.Categorical, np.argsort(sizes != "small", kind="stable")))
+        enum = QMatchEncoder(**params).fit(polars_table(pl.Enum(["small", "medium", "large"])))
+    assert sizes[0] != "large"  # the first row shows another category first
+    for fitted in (encoder, shuffled):
+        assert fitted.categories_[0].tolist() == ["large", "medium", "small"]
+    assert enum.categories_[0].tolist() == ["small", "medium", "large"]
