@@ -364,6 +364,7 @@ class BasePretextEncoder(
             ``"<class name lower-cased><i>"`` for the embedding's columns;
             with ``passthrough=True`` after the input feature names and, for
             each feature in ``missing_indicators_``, ``"missingindicator_<name>"``.
+            A name given twice raises a ``ValueError`` that names it.
         """
         embedding_names = super().get_feature_names_out()
         if not self.passthrough:
@@ -371,8 +372,19 @@ class BasePretextEncoder(
         self._embedding_balance()  # names only for columns transform can return
         input_names = _check_feature_names_in(self, input_features)
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
-        return np.concatenate([self._table_input.input_feature_names(input_names),
-                               np.asarray(indicator_names, dtype=object), embedding_names])
+        names = np.concatenate([self._table_input.input_feature_names(input_names),
+                                np.asarray(indicator_names, dtype=object), embedding_names])
+        unique, counts = np.unique(names, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(
+                f"{type(self).__name__}(passthrough=True) would name two output columns "
+                f"alike: {', '.join(map(repr, unique[counts > 1][:5]))}. Its output names are "
+                "the input's, one per category of a categorical column ('<column>_<category>'), "
+                f"'missingindicator_<column>' and {embedding_names[0]!r}...; rename the input "
+                "columns that clash (a second passthrough encoder in a pipeline repeats the "
+                "first one's embedding names: give it passthrough=False)."
+            )
+        return names
 
     def _missing_values_layer(self):
         """The network's :class:`~._missing.MissingValues` input layer, or None."""

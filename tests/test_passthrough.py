@@ -1,12 +1,15 @@
 """``passthrough=True``: the input features beside the embedding, in ``transform`` and in
 the head of a ``QMatchClassifier`` built on such an encoder."""
 
+from contextlib import nullcontext
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_wine
 from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
@@ -63,6 +66,48 @@ def test_feature_names_are_the_input_names_then_the_embedding_names(wine):
     assert len(names) == encoder.transform(pd.DataFrame(X, columns=columns)).shape[1]
     with pytest.raises(ValueError, match="input_features"):
         encoder.get_feature_names_out(["wrong"] * X.shape[1])
+
+
+def _clashing_tables():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    color = pd.Series(rng.choice(["red", "blue"], size=200)).astype("category")
+    gappy = np.where(x > 0.5, np.nan, rng.normal(size=200))  # missing where x is large
+    return {
+        "a number named like a category's column": (
+            pd.DataFrame({"color": color, "color_red": x}), "'color_red'"),
+        "a number named like an embedding column": (
+            pd.DataFrame({"qmatchencoder0": x, "y": -x}), "'qmatchencoder0'"),
+        "a number named like a missing-value indicator": (
+            pd.DataFrame({"x": gappy, "missingindicator_x": x}), "'missingindicator_x'"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_clashing_tables()))
+def test_output_names_that_clash_are_refused_by_name(case):
+    """Output columns named alike would make a DataFrame with a duplicated column
+    (which scikit-learn's estimators refuse) or fail in polars: refused, naming the
+    name, where the names are asked for; a NumPy output is unaffected."""
+    X, name = _clashing_tables()[case]
+    encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1))
+    with pytest.warns(UserWarning) if X.isna().any().any() else nullcontext():
+        Z = encoder.fit(X).transform(X)
+    assert Z.shape[0] == len(X)
+    with pytest.raises(ValueError, match=rf"name two output columns alike: {name}"):
+        encoder.get_feature_names_out()
+    with pytest.raises(ValueError, match="rename the input columns"):
+        encoder.set_output(transform="pandas").transform(X)
+
+
+def test_a_second_passthrough_encoder_in_a_pipeline_is_told_to_drop_passthrough(wine):
+    X, _ = wine
+    pipe = make_pipeline(
+        QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)),
+        QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)),
+    ).set_output(transform="pandas")
+    pipe.fit(pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]))
+    with pytest.raises(ValueError, match=r"'qmatchencoder0'.*give it passthrough=False"):
+        pipe.get_feature_names_out()
 
 
 @pytest.mark.parametrize(
