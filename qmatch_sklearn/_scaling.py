@@ -19,7 +19,8 @@ no label is read), in float64, before the rows become float32:
 - a column with two observed values (an indicator, a one-hot column made
   upstream) goes to {0, 1}: ``center_j`` its minimum, ``scale_j`` the gap, so a
   0/1 column is left exactly as it is and a yes/no column in any other
-  coding becomes the same 0/1 column;
+  coding becomes the same 0/1 column (two values whose gap exceeds float64,
+  near its largest of either sign, are standardised instead);
 - a constant column reads 0 whatever its value later: ``scale_j`` is
   float64's largest (:data:`CONSTANT_SCALE`); the network learned nothing
   about it, and a unit of its own would decide what a new value did.
