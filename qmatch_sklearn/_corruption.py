@@ -15,6 +15,7 @@ a Python int, spares reading it from ``groups`` on the device (a host sync in
 every corrupted view of a training step); the pretext modules pass it.
 """
 
+import numpy as np
 import torch
 
 
@@ -60,10 +61,31 @@ def vime_corruption(x, p, generator=None, groups=None, n_groups=None):
         return x, torch.zeros_like(x, dtype=torch.bool)
     n, g = len(x), _n_groups(x, groups, n_groups)
     mask = _per_group(torch.rand(n, g, device=x.device, generator=generator) < p, groups)
-    # argsort of i.i.d. uniforms gives an independent permutation per column (group)
-    perm = torch.rand(n, g, device=x.device, generator=generator).argsort(dim=0)
+    perm = column_permutations(torch.rand(n, g, device=x.device, generator=generator))
     x_bar = torch.gather(x, 0, _per_group(perm, groups))
     return torch.where(mask, x_bar, x), mask
+
+
+def column_permutations(keys):
+    """The stable argsort of each column of ``keys`` (batch, G), uniforms in [0, 1):
+    an independent uniformly random permutation per column.
+
+    On the CPU the sort is NumPy's: each key's float32 bits (in the order of the
+    values, for non-negative floats) shifted above its row index make distinct
+    int64 keys, whose sort carries the row order of the stable argsort in its low
+    bits; NumPy sorts int64 with SIMD, several times faster than torch's argsort
+    along the batch. Elsewhere torch's stable argsort: the same permutations from
+    the same keys."""
+    if keys.device.type != "cpu":
+        return keys.argsort(dim=0, stable=True)
+    n = keys.shape[0]
+    row_bits = max(1, (n - 1).bit_length())
+    packed = np.ascontiguousarray(keys.numpy().T).view(np.int32).astype(np.int64)
+    packed <<= row_bits
+    packed |= np.arange(n)
+    packed.sort(axis=1)
+    packed &= (1 << row_bits) - 1
+    return torch.from_numpy(packed.T)
 
 
 def zero_corruption(x, p, generator=None, groups=None, n_groups=None):

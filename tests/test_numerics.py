@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from qmatch_sklearn._corruption import vime_corruption
+from qmatch_sklearn._corruption import column_permutations, vime_corruption
 from qmatch_sklearn._ema import ema_update_
 from qmatch_sklearn._engine import all_finite
 from qmatch_sklearn._networks import TRUNCATED_STD, lecun_normal_, truncated_normal_
@@ -162,6 +162,24 @@ def test_corruption_replaces_masked_entries_from_the_same_column(n, d, p, seed):
     for j in range(d):
         column = set(x[:, j].tolist())
         assert set(x_tilde[mask[:, j], j].tolist()) <= column
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 1100),
+    g=st.integers(1, 9),
+    levels=st.sampled_from([2, 7, 2**24]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_column_permutations_are_the_stable_argsort(n, g, levels, seed):
+    """The CPU sort on packed int64 keys is torch's stable argsort of each column,
+    ties included (keys drawn from a few levels make many), for batches above and
+    below a power of two."""
+    generator = torch.Generator().manual_seed(seed)
+    keys = torch.randint(0, levels, (n, g), generator=generator).float() / levels
+    perm = column_permutations(keys)
+    assert perm.dtype == torch.int64 and perm.shape == (n, g)
+    assert torch.equal(perm, keys.argsort(dim=0, stable=True))
 
 
 def test_corruption_extremes_and_determinism():
