@@ -392,7 +392,8 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
             raise ValueError("Pass both X_val and y_val, or neither.")
         table = self._table_input
         if hasattr(table, "missing_features_"):  # an encoder fitted elsewhere: read as X was
-            X_val = table.fill_unseen_missing(self, table.validation_rows(self, X_val, True))
+            X_val = table.fill_unseen_missing(self, table.validation_rows(self, X_val, True),
+                                              "X_val")
         else:  # the encoder fitted here on X has an input for NaN if X has any
             X_val = table.validation_rows(self, X_val, has_missing(X))
         y_val = self._validation_target_array(y_val)

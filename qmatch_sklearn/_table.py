@@ -266,10 +266,10 @@ class TableInput(BaseEstimator):
         """Whether the network starts with a missing-value layer."""
         return len(self.missing_features_) > 0
 
-    def fill_unseen_missing(self, owner, rows):
+    def fill_unseen_missing(self, owner, rows, name="X"):
         """The network's input rows ``rows`` to predict from, with a missing value
         where the network has no input for one (the fit rows had none) read as 0,
-        with a warning naming the columns.
+        with a warning naming the columns (and the rows as ``name``).
 
         0 in the network's units is the column's mean over the fit rows for a
         standardised column (``_scaling.py``), the lower of its two values for a
@@ -280,7 +280,7 @@ class TableInput(BaseEstimator):
             return rows
         rows, inputs = zero_missing(rows)
         warn(
-            f"{type(owner).__name__}: X has missing values (NaN) in column(s) "
+            f"{type(owner).__name__}: {name} has missing values (NaN) in column(s) "
             f"{self.describe(owner, inputs)}, but its network was fitted on rows without "
             "any, so it has no input for them: they are read as the column's mean over those "
             "rows (the lower value of a two-valued column). Fit the network (an encoder "

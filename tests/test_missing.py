@@ -303,6 +303,6 @@ def test_a_frozen_encoder_without_missing_values_reads_a_validation_set_s_nan_as
                                 device="cpu", random_state=0).fit(
             holes, y, X_val=X_val, y_val=y[:30]).predict_proba(X)
 
-    with pytest.warns(UserWarning, match="missing values"):
+    with pytest.warns(UserWarning, match="X_val has missing values"):  # named as X_val
         proba = fit(holes[:30])
     np.testing.assert_array_equal(proba, fit(filled[:30]))
