@@ -126,7 +126,7 @@ class IMixEncoder(BasePretextEncoder):
         names them (indices, names or a boolean mask; integer codes allowed);
         None makes every column numeric. Each becomes a one-hot block of the
         categories seen at fit (``categories_``, at most 255), all zeros for a
-        missing value or an unseen category, and is corrupted as one unit.
+        missing value or an unseen category.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
@@ -175,7 +175,7 @@ class IMixEncoder(BasePretextEncoder):
         float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
         "32-true" (user guide: "CPU, GPU, and saving models").
     random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, corruption, any queue and the
+        Seeds weight initialisation, shuffling, the mixing draws and the
         validation split through local generators, never the global ones: the
         same seed gives the same embeddings on the CPU.
     verbose : int, default=0
