@@ -1,6 +1,7 @@
 """The base class of the self-supervised encoders: fit and transform, shared by every method."""
 
 import functools
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -374,17 +375,23 @@ class BasePretextEncoder(
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
         names = np.concatenate([self._table_input.input_feature_names(input_names),
                                 np.asarray(indicator_names, dtype=object), embedding_names])
-        unique, counts = np.unique(names, return_counts=True)
-        if (counts > 1).any():
+        repeated = [name for name, count in Counter(names.tolist()).items() if count > 1]
+        if repeated:
             raise ValueError(
                 f"{type(self).__name__}(passthrough=True) would name two output columns "
-                f"alike: {', '.join(map(repr, unique[counts > 1][:5]))}. Its output names are "
+                f"alike: {', '.join(map(repr, repeated[:5]))}. Its output names are "
                 "the input's, one per category of a categorical column ('<column>_<category>'), "
                 f"'missingindicator_<column>' and {embedding_names[0]!r}...; rename the input "
                 "columns that clash (a second passthrough encoder in a pipeline repeats the "
                 "first one's embedding names: give it passthrough=False)."
             )
         return names
+
+    def _output_width(self):
+        """The number of columns of ``transform``'s output."""
+        if not self.passthrough:
+            return self.embedding_dim
+        return self._table_input.n_inputs + len(self.missing_indicators_) + self.embedding_dim
 
     def _missing_values_layer(self):
         """The network's :class:`~._missing.MissingValues` input layer, or None."""

@@ -491,11 +491,7 @@ class PretrainedEncoderMixin:
         return _head_input(encoder, network)
 
     def _embedding_dim(self):
-        encoder = _unfrozen(self.encoder_)
-        if not encoder.passthrough:
-            return encoder.embedding_dim
-        return (encoder._table_input.n_inputs + len(encoder.missing_indicators_)
-                + encoder.embedding_dim)
+        return _unfrozen(self.encoder_)._output_width()
 
     def _embedding_block(self):
         encoder = _unfrozen(self.encoder_)

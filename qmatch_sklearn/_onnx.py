@@ -125,7 +125,7 @@ def _shape_calculator(operator):
     elif kind == "regressor":
         operator.outputs[0].type = tensor([rows, estimator.n_outputs_])
     else:
-        operator.outputs[0].type = tensor([rows, len(estimator.get_feature_names_out())])
+        operator.outputs[0].type = tensor([rows, estimator._output_width()])
 
 
 def _node(scope, container, prefix, op_type, inputs, **attributes):

@@ -1,6 +1,7 @@
 """``passthrough=True``: the input features beside the embedding, in ``transform`` and in
 the head of a ``QMatchClassifier`` built on such an encoder."""
 
+import importlib.util
 from contextlib import nullcontext
 
 import numpy as np
@@ -87,16 +88,26 @@ def _clashing_tables():
 def test_output_names_that_clash_are_refused_by_name(case):
     """Output columns named alike would make a DataFrame with a duplicated column
     (which scikit-learn's estimators refuse) or fail in polars: refused, naming the
-    name, where the names are asked for; a NumPy output is unaffected."""
+    name, where the names are asked for; a NumPy output and an ONNX export, which
+    need no names, are unaffected."""
     X, name = _clashing_tables()[case]
     encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1))
     with pytest.warns(UserWarning) if X.isna().any().any() else nullcontext():
         Z = encoder.fit(X).transform(X)
-    assert Z.shape[0] == len(X)
+    assert Z.shape == (len(X), encoder._output_width())
+    if importlib.util.find_spec("onnxruntime"):
+        qmatch_sklearn.to_onnx(encoder, X.iloc[:20])  # its parity check runs
     with pytest.raises(ValueError, match=rf"name two output columns alike: {name}"):
         encoder.get_feature_names_out()
     with pytest.raises(ValueError, match="rename the input columns"):
         encoder.set_output(transform="pandas").transform(X)
+
+
+def test_input_feature_names_need_not_be_strings(wine):
+    X, _ = wine
+    encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)).fit(X)
+    names = encoder.get_feature_names_out(list(range(X.shape[1])))
+    assert list(names[: X.shape[1]]) == list(range(X.shape[1]))
 
 
 def test_a_second_passthrough_encoder_in_a_pipeline_is_told_to_drop_passthrough(wine):
