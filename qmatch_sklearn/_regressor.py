@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
+from ._docstrings import fill_doc
 from ._engine import FineTuneRegressorNet
 from ._head import (
     PRETRAINED_ENCODER_CONSTRAINTS,
@@ -263,6 +264,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         return RegressorHead(self.target_mean_, self.target_scale_, low, high)
 
 
+@fill_doc
 class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     """Regressor on a self-supervised encoder: pretrain, then fine-tune or probe.
 
@@ -310,99 +312,37 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         (``embedding_weight_``). With nothing to stop
         them, fine-tuning or an AdamW head would overfit a few dozen labeled
         rows.
-    lr : float, default=1e-3
-        AdamW learning rate of the supervised stage.
-    weight_decay : float, default=0.1
-        AdamW weight decay on weight matrices (biases and norms are exempt).
-    batch_size : int, default=512
-        Labeled rows per step.
-    max_epochs : int, default=500
-        Upper bound on supervised epochs.
-    patience : int, default=32
-        Stop after this many epochs without a better validation ``scoring``;
-        the best epoch's weights are restored.
-    validation_fraction : float, "auto" or None, default="auto"
-        Share of the labeled rows held out (drawn at random) for early
-        stopping. "auto" holds out 10% when that is at least 200 rows (from
-        2,000 labeled rows on), else none; without held-out rows (or with None)
-        training runs ``max_epochs``.
-    scoring : {"loss"}, default="loss"
-        What early stopping watches on the held-out rows: the mean squared
-        error of the standardised targets (lower is better), averaged over
-        the outputs.
-    clip_predictions : bool, default=True
-        Clip each predicted target to the range of its labeled values in
-        ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
-        predict by construction: a linear head on a few dozen labeled rows
-        extrapolates far from one high-leverage row (user guide: "Real
-        tables"). False returns the head's output as it is (targets that trend
-        beyond the labeled rows).
-    max_time : float or None, default=None
-        Seconds the whole fit may take, as in AutoML tools (AutoGluon's
-        ``time_limit``): the training stage running when they run out
-        (pretraining, or an AdamW head) stops after its current epoch, its
-        best weights so far kept, and a closed-form head started after that
-        skips its optional parts (the classifier's self-trained twins and
-        boosted member); ``max_time_reached_`` and a warning say so. None
-        sets no limit, so that results do not depend on the machine's speed.
-    device : str, default="auto"
-        "auto", "cpu", "cuda", ...
-    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Precision of training, by Lightning's names: float32, or forward passes
-        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
-        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
-        "32-true" (user guide: "CPU, GPU, and saving models").
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, shuffling and the validation split
-        (local generators).
-    verbose : int, default=0
-        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
-        epoch's losses; both end with why training stopped and which epoch was kept.
+    %(predictor_training)s
+    %(validation_fraction_regressor)s
+    %(scoring_regressor)s
+    %(clip_predictions)s
+    %(max_time)s
+    %(predictor_device)s
 
     Attributes
     ----------
-    encoder_ : estimator
-        The fitted encoder (before fine-tuning).
+    %(encoder_)s
     head_ : {"ridge", "linear", "fine-tuned"}
         The head kept: ``"ridge"`` (fitted in closed form on the frozen
         encoder, without epochs: few labels and no validation set),
         ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"`` (AdamW
         on encoder and head).
-    frozen_encoder_ : bool
-        Whether the kept head was trained on the frozen encoder (linear
-        evaluation) rather than fine-tuned with it.
-    center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center at fit, in float64: its mean, or its
-        minimum when it holds two values (0 for a categorical column). The
-        network reads ``(x - center_) / scale_``.
-    scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at least
-        a tenth of its range, or the gap between its two values (1 for a
-        categorical column; float64's largest for a constant one, which then
-        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
-    network_ : torch.nn.Module
-        The trained network: encoder followed by the linear head, which
-        outputs standardised targets.
-    n_outputs_ : int
-        Number of targets per row (1 for a 1-D ``y``).
-    target_mean_ : ndarray of shape (n_outputs,)
-        Mean of each target over the labeled rows.
-    target_scale_ : ndarray of shape (n_outputs,)
-        Standard deviation of each target over the labeled rows (1 for a
-        constant target); ``predict`` returns ``network_``'s output times
-        ``target_scale_`` plus ``target_mean_`` (clipped with
-        ``clip_predictions``).
+    %(frozen_encoder_qmatch)s
+    %(center_)s
+    %(scale_)s
+    %(network_regressor)s
+    %(n_outputs_)s
+    %(target_mean_)s
+    %(target_scale_)s
     target_min_, target_max_ : ndarray of shape (n_outputs,)
         The lowest and highest value of each target over the labeled rows of
         ``y`` that weigh more than 0 (not ``y_val``); with
         ``clip_predictions``, ``predict`` stays within them.
-    history_ : skorch.History
-        Supervised training history (``train_loss``, ``valid_loss``).
+    %(history_regressor)s
     n_epochs_ : int
         Supervised epochs run (0 when the head is the cross-validated
         ridge regression of ``freeze_encoder="auto"`` without validation).
-    best_epoch_ : int
-        Supervised epoch whose weights were kept (1-based; 0 as above).
+    %(best_epoch_qmatch)s
     embedding_weight_ : float
         With an encoder of ``passthrough=True`` and the closed-form head of
         ``freeze_encoder="auto"``, the average weight of the embedding block
@@ -412,29 +352,11 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         averaging). Near 0 the head reads the input features alone (the
         embedding did not help on the labeled rows), near 1 the whole
         embedding. 1.0 otherwise.
-    max_time_reached_ : {"pretraining", "head"} or None
-        The stage of the fit during which ``max_time`` ran out; None when the
-        fit took less (or ``max_time`` is None).
-    device_ : str
-        Device the network lives on.
-    precision_ : str
-        The precision training ran in (``precision`` with "auto" resolved).
-    n_features_in_ : int
-        Number of input features.
-    is_categorical_ : ndarray of bool or None
-        Which columns of ``X`` are categorical; None when none is.
-    categories_ : list of ndarray or None
-        The categories of each categorical column, in the order of its
-        one-hot block.
-    missing_features_ : ndarray of int
-        Input features with missing values (NaN) at fit, which the network fills
-        with the column's observed mean. Empty when ``X`` had none (NaN at
-        predict is then read as ``center_``, with a warning).
-    missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the rest
-        of the row at fit, each given an indicator channel at the network's input.
-    feature_names_in_ : ndarray of str
-        Input column names, when ``X`` had string column names.
+    %(max_time_reached_)s
+    %(fit_attributes)s
+    %(missing_features_predictor)s
+    %(missing_indicators_)s
+    %(feature_names_in_)s
 
     See Also
     --------
@@ -502,6 +424,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         self.verbose = verbose
 
 
+@fill_doc
 class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     """The encoder network plus a linear head, trained from random weights on targets only.
 
@@ -511,118 +434,37 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
 
     Parameters
     ----------
-    categorical_features : "from_dtype", array-like or None, default="from_dtype"
-        The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
-        columns of dtype ``category``, ``string`` or ``object``; an array-like
-        names them (indices, names or a boolean mask; integer codes allowed);
-        None makes every column numeric. Each becomes a one-hot block of the
-        categories seen at fit (``categories_``, at most 255), all zeros for a
-        missing value or an unseen category.
-    hidden_sizes : tuple of int, default=None
-        Hidden widths of the encoder network; None means (512, 512) for
-        ``architecture="mlp"`` and the paper's widths for ``"imix"``.
-    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
-        As in the encoders: a built-in network, or one of your own.
-    embedding_dim : int, default=128
-        Width of the layer the head reads.
-    lr : float, default=1e-3
-        AdamW learning rate of the supervised stage.
-    weight_decay : float, default=0.1
-        AdamW weight decay on weight matrices (biases and norms are exempt).
-    batch_size : int, default=512
-        Labeled rows per step.
-    max_epochs : int, default=500
-        Upper bound on supervised epochs.
-    patience : int, default=32
-        Stop after this many epochs without a better validation ``scoring``;
-        the best epoch's weights are restored.
-    validation_fraction : float, "auto" or None, default="auto"
-        Share of the labeled rows held out (drawn at random) for early
-        stopping. "auto" holds out 10% when that is at least 200 rows (from
-        2,000 labeled rows on), else none; without held-out rows (or with None)
-        training runs ``max_epochs``.
-    scoring : {"loss"}, default="loss"
-        What early stopping watches on the held-out rows: the mean squared
-        error of the standardised targets (lower is better), averaged over
-        the outputs.
-    clip_predictions : bool, default=True
-        Clip each predicted target to the range of its labeled values in
-        ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
-        predict by construction: a linear head on a few dozen labeled rows
-        extrapolates far from one high-leverage row (user guide: "Real
-        tables"). False returns the head's output as it is (targets that trend
-        beyond the labeled rows).
-    device : str, default="auto"
-        "auto", "cpu", "cuda", ...
-    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Precision of training, by Lightning's names: float32, or forward passes
-        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
-        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
-        "32-true" (user guide: "CPU, GPU, and saving models").
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, shuffling and the validation split
-        (local generators).
-    verbose : int, default=0
-        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
-        epoch's losses; both end with why training stopped and which epoch was kept.
+    %(categorical_features_uncorrupted)s
+    %(hidden_sizes_supervised)s
+    %(architecture_supervised)s
+    %(embedding_dim_supervised)s
+    %(predictor_training)s
+    %(validation_fraction_regressor)s
+    %(scoring_regressor)s
+    %(clip_predictions)s
+    %(predictor_device)s
 
     Attributes
     ----------
-    head_ : "fine-tuned"
-        The head kept: always the whole network trained with AdamW.
-    frozen_encoder_ : bool
-        Always False: the whole network trains from random weights.
-    network_ : torch.nn.Module
-        The trained network: encoder followed by the linear head, which
-        outputs standardised targets.
-    n_outputs_ : int
-        Number of targets per row (1 for a 1-D ``y``).
-    target_mean_ : ndarray of shape (n_outputs,)
-        Mean of each target over the labeled rows.
-    target_scale_ : ndarray of shape (n_outputs,)
-        Standard deviation of each target over the labeled rows (1 for a
-        constant target); ``predict`` returns ``network_``'s output times
-        ``target_scale_`` plus ``target_mean_`` (clipped with
-        ``clip_predictions``).
+    %(head_)s
+    %(frozen_encoder_supervised)s
+    %(network_regressor)s
+    %(n_outputs_)s
+    %(target_mean_)s
+    %(target_scale_)s
     target_min_, target_max_ : ndarray of shape (n_outputs,)
         The lowest and highest value of each target over the labeled rows of
         ``y`` that weigh more than 0 (not ``y_val``); with
         ``clip_predictions``, ``predict`` stays within them.
-    history_ : skorch.History
-        Supervised training history (``train_loss``, ``valid_loss``).
-    n_epochs_ : int
-        Supervised epochs run.
-    best_epoch_ : int
-        Supervised epoch whose weights were kept (1-based).
-    device_ : str
-        Device the network lives on.
-    precision_ : str
-        The precision training ran in (``precision`` with "auto" resolved).
-    n_features_in_ : int
-        Number of input features.
-    is_categorical_ : ndarray of bool or None
-        Which columns of ``X`` are categorical; None when none is.
-    categories_ : list of ndarray or None
-        The categories of each categorical column, in the order of its
-        one-hot block.
-    missing_features_ : ndarray of int
-        Input features with missing values (NaN) at fit, which the network fills
-        with the column's observed mean. Empty when ``X`` had none (NaN at
-        predict is then read as ``center_``, with a warning).
-    missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the rest
-        of the row at fit, each given an indicator channel at the network's input.
-    center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center at fit, in float64: its mean, or its
-        minimum when it holds two values (0 for a categorical column). The
-        network reads ``(x - center_) / scale_``.
-    scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at least
-        a tenth of its range, or the gap between its two values (1 for a
-        categorical column; float64's largest for a constant one, which then
-        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
-    feature_names_in_ : ndarray of str
-        Input column names, when ``X`` had string column names.
+    %(history_regressor)s
+    %(n_epochs_supervised)s
+    %(best_epoch_supervised)s
+    %(fit_attributes)s
+    %(missing_features_predictor)s
+    %(missing_indicators_)s
+    %(center_)s
+    %(scale_)s
+    %(feature_names_in_)s
 
     See Also
     --------

@@ -1,8 +1,11 @@
 """The constructors and docstrings of the public estimators keep one contract.
 
-Every estimator writes its ``__init__`` and its numpydoc docstring out in full
-(as scikit-learn does), so a parameter shared by several estimators appears in
-several places. These tests keep the copies consistent:
+Every estimator writes its ``__init__`` out in full (as scikit-learn does), and
+its docstring takes the entries it shares with others from
+``qmatch_sklearn._docstrings`` (written once, filled in by ``fill_doc``). These
+tests keep the contract:
+
+* every placeholder is filled, and every shared entry is used;
 
 * a parameter shared by two or more estimators has the same default
   everywhere, except the differences listed in ``DEFAULT_EXCEPTIONS``, each
@@ -20,6 +23,7 @@ several places. These tests keep the copies consistent:
 
 import ast
 import inspect
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -39,6 +43,7 @@ from qmatch_sklearn import (  # noqa: E402
     SupervisedMLPRegressor,
 )
 from qmatch_sklearn._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
+from qmatch_sklearn._docstrings import ENTRIES, GROUPS, fill_doc  # noqa: E402
 
 from .denoise_method import DenoiseEncoder  # noqa: E402
 
@@ -100,6 +105,35 @@ def _signature_defaults(cls):
         for name, parameter in inspect.signature(cls.__init__).parameters.items()
         if name != "self"
     }
+
+
+def test_every_shared_entry_is_filled_in_and_used():
+    used = set()
+    for cls in ESTIMATORS:
+        assert "%(" not in cls.__doc__, f"{cls.__name__} has an unfilled placeholder"
+        source = inspect.getsource(cls)
+        used.update(re.findall(r"^ *%\((\w+)\)s$", source, re.MULTILINE))
+    reached = set(used)
+    for key in used & set(GROUPS):
+        reached.update(GROUPS[key])
+    for key in set(reached) & set(GROUPS):
+        reached.update(GROUPS[key])
+    assert set(ENTRIES) | set(GROUPS) == reached, "an entry of _docstrings.py is used nowhere"
+
+
+def test_fill_doc_indents_entries_as_the_placeholder():
+    class Documented:
+        """Summary.
+
+        Parameters
+        ----------
+        %(verbose)s
+        """
+
+    text = fill_doc(Documented).__doc__
+    entry = ENTRIES["verbose"].splitlines()
+    assert f"        {entry[0]}\n        {entry[1]}\n" in text
+    assert ClassDoc(Documented)["Parameters"][0].name == "verbose"
 
 
 def test_every_estimator_writes_its_own_init():

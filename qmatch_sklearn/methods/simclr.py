@@ -13,6 +13,7 @@ from torch import nn
 
 from .._base import BasePretextEncoder
 from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
+from .._docstrings import fill_doc
 from .._networks import MLP, lecun_normal_
 from ._base import TwoViewModule, check_shape
 
@@ -52,6 +53,7 @@ class NTXentLoss(nn.Module):
         return nt_xent_loss(outputs.z_a, outputs.z_b, self.temperature)
 
 
+@fill_doc
 class SimCLREncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimCLR's contrastive loss.
 
@@ -64,129 +66,18 @@ class SimCLREncoder(BasePretextEncoder):
     ----------
     temperature : float, default=0.1
         Temperature of the NT-Xent softmax.
-    corruption : float, default=0.3
-        Probability that an entry of either view is replaced.
-    corruption_type : {"vime", "zero"}, default="vime"
-        How a corrupted entry is filled: "vime" takes the same column's value in
-        another row of the batch (VIME's corruption), "zero" sets it to 0
-        (TabNet's masking).
-    feature_groups : list of lists of int or str, default=None
-        Columns corrupted as one unit, by index or (for a DataFrame) name: a
-        corrupted group takes all its values from one other row ("vime") or is
-        zeroed whole ("zero"), and counts as one entry for the corruption rate.
-        Other columns, and all with None (as in the paper), are corrupted on
-        their own. :func:`qmatch_sklearn.one_hot_groups` reads the groups of
-        one-hot columns off a fitted ColumnTransformer.
-    projection_sizes : tuple of int, default=(512, 128)
-        The projection MLP on top of z whose output enters the loss.
-    categorical_features : "from_dtype", array-like or None, default="from_dtype"
-        The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
-        columns of dtype ``category``, ``string`` or ``object``; an array-like
-        names them (indices, names or a boolean mask; integer codes allowed);
-        None makes every column numeric. Each becomes a one-hot block of the
-        categories seen at fit (``categories_``, at most 255), all zeros for a
-        missing value or an unseen category, and is corrupted as one unit.
-    hidden_sizes : tuple of int, default=None
-        Hidden layer widths of the encoder. None means (512, 512) for
-        ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)
-        for ``"imix"``; it must stay None for a network of your own.
-    architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
-        The encoder network: ``"mlp"`` (fully connected layers with batch
-        normalisation and ReLU), ``"imix"`` (the paper's i-Mix maxout network, for
-        a GPU), a callable ``architecture(n_features, embedding_dim)`` returning a
-        ``torch.nn.Module`` that maps (batch, n_features) to (batch,
-        embedding_dim), or such a module (deep-copied at each fit).
-        ``qmatch_sklearn.save`` refuses a network of your own; pickle it instead.
-    embedding_dim : int, default=128
-        Width of the representation z returned by ``transform``.
-    passthrough : bool, default=False
-        When True, ``transform`` returns each row's input features followed by
-        its embedding, ``[X, z]`` (sparse when ``X`` is sparse), as
-        ``StackingClassifier(passthrough=True)`` does; the embedding block is
-        standardised and scaled to the input block's total variance
-        (``embedding_mean_``, ``embedding_scale_``). A ``QMatchClassifier`` on
-        such an encoder gives its head both.
-    lr : float, default=1e-3
-        AdamW learning rate of the pretext task.
-    weight_decay : float, default=0.0
-        AdamW weight decay on weight matrices (the paper pretrains without).
-    batch_size : int, default=512
-        Rows per optimisation step.
-    max_epochs : int or "auto", default=100
-        Upper bound on pretraining epochs. "auto" aims at 300 optimizer
-        steps within 10 to 100 epochs over the training rows: 100 on tables of
-        under 1,500 rows, 10 from about 15,000 rows on.
-    patience : int, default=32
-        Stop after this many epochs without a lower validation loss, restoring
-        the best epoch's weights. A non-finite loss or weight also stops
-        training: the best finite epoch is restored with a ``ConvergenceWarning``
-        (``FloatingPointError`` when no epoch was finite).
-    validation_fraction : float, "auto" or None, default="auto"
-        Share of the rows held out for that validation loss. "auto" holds out
-        10% when that is at least 200 rows (from 2,000 rows on), else none;
-        without held-out rows (or with None) training runs ``max_epochs`` and
-        keeps the last weights.
-    device : str, default="auto"
-        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
-    precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-        Precision of training, by Lightning's names: float32, or forward passes
-        under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
-        float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
-        "32-true" (user guide: "CPU, GPU, and saving models").
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, corruption, any queue and the
-        validation split through local generators, never the global ones: the
-        same seed gives the same embeddings on the CPU.
-    verbose : int, default=0
-        0 is silent, 1 shows a progress bar over epochs, 2 a table of every
-        epoch's losses; both end with why training stopped and which epoch was kept.
+    %(corruption)s
+    %(corruption_layout)s
+    %(projection_sizes)s
+    %(categorical_features_encoder)s
+    %(encoder_network)s
+    %(encoder_training)s
+    %(random_state_encoder)s
+    %(verbose)s
 
     Attributes
     ----------
-    network_ : torch.nn.Module
-        The pretrained encoder (at the best validation epoch).
-    history_ : skorch.History
-        One entry per epoch with ``train_loss``, and ``valid_loss`` when there
-        is a validation split.
-    n_epochs_ : int
-        Epochs run.
-    best_epoch_ : int
-        Epoch whose weights were kept (1-based).
-    device_ : str
-        Device the network lives on.
-    precision_ : str
-        The precision training ran in (``precision`` with "auto" resolved).
-    n_features_in_ : int
-        Number of input features.
-    is_categorical_ : ndarray of bool or None
-        Which columns of ``X`` are categorical; None when none is.
-    categories_ : list of ndarray or None
-        The categories of each categorical column, in the order of its
-        one-hot block.
-    missing_features_ : ndarray of int
-        Input features with missing values (NaN) at fit, which the network fills
-        with the column's observed mean. Empty when ``X`` had none (NaN at
-        transform is then read as ``center_``, with a warning).
-    missing_indicators_ : ndarray of int
-        Those of ``missing_features_`` whose missingness was related to the rest
-        of the row at fit, each given an indicator channel at the network's input.
-    center_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's center at fit, in float64: its mean, or its
-        minimum when it holds two values (0 for a categorical column). The
-        network reads ``(x - center_) / scale_``.
-    scale_ : ndarray of shape (`n_features_in_`,)
-        Each numeric column's scale at fit: its standard deviation but at least
-        a tenth of its range, or the gap between its two values (1 for a
-        categorical column; float64's largest for a constant one, which then
-        reads 0). The network reads ``(x - center_) / scale_`` clipped to +-10.
-    embedding_mean_ : ndarray of shape (embedding_dim,)
-        The mean embedding over the fit rows (a random 8,192 of them when there are
-        more), which ``passthrough=True`` centres by. Only when fitted with it.
-    embedding_scale_ : ndarray of shape (embedding_dim,)
-        The factor ``passthrough=True`` multiplies the centred embedding by.
-        Only when fitted with ``passthrough=True``.
-    feature_names_in_ : ndarray of str
-        Input column names, when ``X`` had string column names.
+    %(encoder_attributes)s
 
     See Also
     --------
