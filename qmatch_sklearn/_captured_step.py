@@ -1,52 +1,33 @@
 """A pretext training step recorded once as a CUDA graph and replayed (issue #58).
 
-On a GPU the default network's step is bound by the host: each of its couple of
-hundred kernels is launched from Python, and the GPU waits between them. Recorded
-as a CUDA graph (PyTorch's whole-network capture: ``torch.cuda.graphs``), a step
-is one launch. :func:`~._config.set_config` turns it on (``cuda_graph=True``).
+A host-bound step of a couple of hundred kernel launches becomes one launch
+(``torch.cuda.graphs``). :func:`~._config.set_config` turns it on (``cuda_graph=True``).
 """
 
 import warnings
 
 import torch
 
-#: Eager steps before the capture: AdamW builds its state, the libraries their
-#: workspaces, none of which a capture may allocate.
+#: Eager steps before the capture: state and workspaces a capture may not allocate.
 WARMUP_STEPS = 3
 
 
-#: The first torch whose generators survive a failed capture (their capture state is
-#: kept per capture), so that the fit can go on eagerly.
+#: The first torch whose generators survive a failed capture, so the fit can go on eagerly.
 MIN_TORCH = (2, 13)
 
 
 def captures_steps(cuda_graph, device, precision, distributed, recordable=True):
-    """Whether a pretext fit records its step: asked for (``cuda_graph``), on a CUDA
-    ``device`` with torch ``MIN_TORCH`` or later, a ``recordable`` method (see
-    ``PretextModule.recordable``), and neither ``precision="16-mixed"`` (its
-    gradient scaler reads the host at each step) nor ``distributed`` (gradients
-    averaged between processes)."""
+    """Whether a pretext fit records its step (``cuda_graph`` on CUDA, torch ``MIN_TORCH``,
+    a ``recordable`` method; not ``"16-mixed"``, whose scaler reads the host, or distributed)."""
     version = tuple(int(part) for part in torch.__version__.split(".")[:2])
     able = recordable and version >= MIN_TORCH and torch.device(device).type == "cuda"
     return bool(cuda_graph) and able and not (precision == "16-mixed" or distributed)
 
 
 class CapturedStep:
-    """``step(x) -> loss`` run eagerly for ``WARMUP_STEPS`` batches on a side stream,
-    then recorded as a CUDA graph on a static copy of the batch and replayed for
-    every later batch of the same size.
-
-    ``step`` (the corruption, both forwards, the loss, backward, the optimizer's
-    step and the method's ``after_step``) reads no host value and keeps its
-    state in tensors updated in place (the sync sentinel test holds the pretext
-    step to both); its random draws come from ``generator``, registered with the
-    graph so that each replay draws afresh, as an eager step would. Before the
-    capture ``zero_grad`` sets the gradients to None, so the graph allocates the
-    gradients it writes at every replay; an eager step afterwards (the last,
-    shorter batch of an epoch) must zero them in place (:attr:`captured`).
-
-    Returns each step's loss as a tensor on the device. A step that cannot be
-    recorded warns once, naming the error, and every later step runs eagerly.
+    """``step(x) -> loss`` run eagerly for ``WARMUP_STEPS`` batches, then recorded as a CUDA
+    graph and replayed for every later batch of the same size; ``generator`` is registered
+    with it so each replay draws afresh. A failed capture warns once; later steps run eagerly.
     """
 
     def __init__(self, step, zero_grad, generator, device):

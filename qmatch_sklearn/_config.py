@@ -16,15 +16,11 @@ def set_config(cuda_graph=None):
     Parameters
     ----------
     cuda_graph : bool, default=None
-        Whether pretext training on a CUDA device records one full training
-        step (corruption, both forwards, the loss, backward, AdamW, the
-        teacher's and queue's updates) as a CUDA graph after a few eager steps,
-        and replays it for every full batch: one launch a step instead of
-        hundreds. False (the default) runs every step eagerly. Not under
-        ``precision="16-mixed"`` (its gradient scaler reads the host) nor
-        data-parallel training, which stay eager, nor i-Mix with an ``alpha``
-        other than 1 (its Beta draws go through the host); a step that cannot
-        be captured warns and the fit goes on eagerly.
+        Whether pretext training on CUDA records one full training step as a
+        CUDA graph after a few eager steps and replays it for every full batch
+        (one launch a step). False runs every step eagerly, as do
+        ``precision="16-mixed"``, data-parallel training and i-Mix with an
+        ``alpha`` other than 1; a step that cannot be captured warns.
 
     Notes
     -----

@@ -1,10 +1,6 @@
-"""Parameter constraints that scikit-learn's vocabulary lacks, in its format.
-
-scikit-learn's ``_validate_params`` accepts ``Options`` among its constraint
-types; :class:`Satisfies` tests a predicate instead of membership, so every
-parameter error reads the same way: "The 'x' parameter of Y must be
-<description>. Got ... instead."
-"""
+"""Parameter constraints that scikit-learn's vocabulary lacks, in its format: :class:`Satisfies`
+tests a predicate, so its errors read as scikit-learn's ("The 'x' parameter of Y must be
+<description>. Got ... instead.")."""
 
 import re
 from numbers import Integral, Real
@@ -51,17 +47,14 @@ DEVICE_NAMES = Satisfies(
     "'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'",
 )
 
-#: A network of the user's own as ``architecture``: a module, or a factory of one.
 USER_NETWORK = Satisfies(
     callable,
     "a torch.nn.Module or a callable architecture(n_features, embedding_dim) returning one",
 )
 
-#: ``lr`` above this overflows float32 inside AdamW (it divides by 1 - beta1);
-#: no useful learning rate comes near it, and one that diverges is caught.
+#: ``lr`` above this overflows float32 inside AdamW; no useful learning rate comes near it.
 MAX_LR = 1e30
 
-#: The ``corruption_type`` values: the kinds registered in ``_corruption.CORRUPTIONS``.
 CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))
 
 def _is_feature_groups(value):

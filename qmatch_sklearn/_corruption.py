@@ -1,19 +1,10 @@
 """Corruption: how the methods make a corrupted view of a clean batch.
 
-Every method that corrupts rows goes through :func:`corrupt`, with the kind
-chosen by the estimators' ``corruption_type`` parameter. A kind is one
-function ``(x, p, generator, groups, n_groups) -> (x_tilde, mask)`` registered in
-:data:`CORRUPTIONS`: adding one there makes it available to every method at
-once.
-
-``groups`` (the estimators' ``feature_groups``) gives each column a group id
-in 0..G-1: a group is corrupted as one unit (one draw per row and group), e.g.
-the one-hot columns of one categorical feature, so that a corrupted row still
-has exactly one category on. None makes every column its own group, and then
-the draws are exactly those of the per-column definitions. ``n_groups``, G as
-a Python int, spares reading it from ``groups`` on the device (a host sync in
-every corrupted view of a training step); the pretext modules pass it.
-"""
+Every method corrupts through :func:`corrupt`, of the kind ``corruption_type`` names: a function
+``(x, p, generator, groups, n_groups) -> (x_tilde, mask)`` registered in :data:`CORRUPTIONS`.
+``groups`` (from ``feature_groups``) gives each column a group id in 0..G-1; a group is corrupted
+as one unit, so a corrupted one-hot feature keeps one category on (None: a group per column).
+``n_groups``, G as a Python int, spares a host sync to read it from ``groups``."""
 
 import numpy as np
 import torch
@@ -31,31 +22,11 @@ def _n_groups(x, groups, n_groups):
 
 
 def vime_corruption(x, p, generator=None, groups=None, n_groups=None):
-    """Corrupt each entry (each group of ``groups``) of ``x`` with probability ``p``.
+    """VIME's corruption (Yoon et al., NeurIPS 2020, section 4.1); arguments as :func:`corrupt`.
 
-    Implements x~ = m * x_bar + (1 - m) * x with m_ij ~ Bernoulli(p) i.i.d. and
-    x_bar[:, j] a random permutation of column j of the batch, so a corrupted
-    value is a draw (without replacement) from that column's empirical
-    marginal in the batch (VIME, Yoon et al., NeurIPS 2020, section 4.1: the
-    view generator of Q-Match and most baselines). Without ``groups``,
-    one-hot columns are shuffled independently, as in the Q-Match authors'
-    code; with them, m and the permutation are drawn per group, so a
-    corrupted group takes all its values from one other row.
-
-    Parameters
-    ----------
-    x : Tensor of shape (batch, n_features)
-    p : float in [0, 1]
-    generator : torch.Generator on ``x.device``, optional
-    groups : LongTensor of shape (n_features,), optional
-        Each column's group id in 0..G-1.
-    n_groups : int, optional
-        G, when the caller knows it (see the module).
-
-    Returns
-    -------
-    x_tilde : Tensor, same shape as ``x`` (a new tensor; ``x`` is not modified)
-    mask : Tensor of bool, True where an entry was replaced
+    x~ = m * x_bar + (1 - m) * x, m_ij ~ Bernoulli(p), x_bar[:, j] a random permutation of
+    column j of the batch; with ``groups`` both are drawn per group, so a corrupted group
+    takes all its values from one other row.
     """
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
@@ -67,15 +38,9 @@ def vime_corruption(x, p, generator=None, groups=None, n_groups=None):
 
 
 def column_permutations(keys):
-    """The stable argsort of each column of ``keys`` (batch, G), uniforms in [0, 1):
-    an independent uniformly random permutation per column.
-
-    On the CPU the sort is NumPy's: each key's float32 bits (in the order of the
-    values, for non-negative floats) shifted above its row index make distinct
-    int64 keys, whose sort carries the row order of the stable argsort in its low
-    bits; NumPy sorts int64 with SIMD, several times faster than torch's argsort
-    along the batch. Elsewhere torch's stable argsort: the same permutations from
-    the same keys."""
+    """The stable argsort of each column of ``keys`` (batch, G), uniforms in [0, 1): a random
+    permutation per column. On the CPU, NumPy's faster int64 sort of each key's float32 bits
+    shifted above its row index gives the same permutations."""
     if keys.device.type != "cpu":
         return keys.argsort(dim=0, stable=True)
     n = keys.shape[0]
@@ -89,10 +54,7 @@ def column_permutations(keys):
 
 
 def zero_corruption(x, p, generator=None, groups=None, n_groups=None):
-    """TabNet's masking: each entry (each group of ``groups``) is set to 0 with probability ``p``.
-
-    Returns ``(x_tilde, mask)`` like :func:`vime_corruption`.
-    """
+    """TabNet's masking: each entry (group) set to 0 with probability ``p``; as :func:`corrupt`."""
     if p == 0:
         return x, torch.zeros_like(x, dtype=torch.bool)
     draws = torch.rand(len(x), _n_groups(x, groups, n_groups), device=x.device,
@@ -118,7 +80,6 @@ def corrupt(kind, x, p, generator=None, groups=None, n_groups=None):
     groups : LongTensor of shape (n_features,), optional
         Each column's group id in 0..G-1 (see the module docstring).
     n_groups : int, optional
-        G, when the caller knows it (see the module docstring).
 
     Returns
     -------

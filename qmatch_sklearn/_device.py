@@ -14,13 +14,9 @@ def _unavailable(device, backend):
 
 
 def resolve_device(device):
-    """Return the torch device name for the ``device`` parameter.
-
-    ``"auto"`` picks CUDA when it is available and the CPU otherwise. Asking
-    for CUDA (or MPS) on a machine without it warns and falls back to the
-    CPU, so a grid search written on a GPU box still runs on a laptop. A CUDA
-    index beyond the devices present is an error.
-    """
+    """The torch device name for ``device``: ``"auto"`` is CUDA where available; a missing
+    CUDA or MPS warns and falls back to the CPU (a GPU grid search still runs on a laptop);
+    a CUDA index beyond the devices present raises."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     name = str(device)

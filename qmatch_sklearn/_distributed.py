@@ -1,21 +1,8 @@
 """Data-parallel pretraining across processes (``torchrun``, Ray Train, Spark).
 
-When ``torch.distributed`` is initialised with more than one process, an
-encoder's ``fit`` (and ``partial_fit``) trains data-parallel, as
-``DistributedDataParallel`` does: every process passes the same rows, trains
-on its own share of them (:func:`shard`), and after each backward pass the
-gradients are averaged across processes, so that every process takes the same
-optimiser step. What a method updates outside the gradient step sees the whole
-step: the per-row fields its ``after_step`` reads (``PretextModule.gathered``,
-e.g. the teacher embeddings that Q-Match pushes onto its queue) are gathered
-from every process first, so the teacher and the queue stay identical
-everywhere. The epoch's losses are averaged over every process's rows before
-early stopping reads them: every process stops at the same epoch and keeps
-the same weights. Batch-norm statistics are rank 0's, broadcast after each
-epoch (as ``DistributedDataParallel`` broadcasts buffers).
-
-``batch_size`` is per process: a step sees ``world_size * batch_size`` rows.
-Nothing here writes files; save the fitted encoder from rank 0.
+As ``DistributedDataParallel``: each process trains on its share of the rows (:func:`shard`),
+gradients and epoch losses are averaged, ``PretextModule.gathered`` fields gathered, rank 0's
+buffers broadcast. ``batch_size`` is per process; save the fitted encoder from rank 0.
 """
 
 from dataclasses import dataclass
@@ -33,19 +20,15 @@ class ProcessGroup:
 
 
 def current_group():
-    """The default process group when ``torch.distributed`` runs more than one
-    process, else None (single-process training)."""
+    """The default process group when ``torch.distributed`` runs several processes, else None."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return None
     return ProcessGroup(dist.get_rank(), dist.get_world_size())
 
 
 def shard(index, group):
-    """The rows of ``index`` (a 1-d tensor) that process ``group.rank`` trains
-    (or validates) on: every ``world_size``-th row from its rank on, the shares
-    made equal in length by repeating rows from the start of ``index`` (as
-    ``DistributedSampler`` does) so that every process runs the same number of
-    steps, each with collectives."""
+    """The rows of ``index`` that process ``group.rank`` runs: every ``world_size``-th, the
+    shares padded to one length (as ``DistributedSampler``) so all run the same steps."""
     if len(index) % group.world_size:
         extra = group.world_size - len(index) % group.world_size
         index = torch.cat([index, index[:extra].repeat(-(-extra // len(index)))[:extra]])
@@ -67,8 +50,7 @@ def average_gradients(parameters, group):
 
 
 def gather_rows(outputs, fields):
-    """``outputs`` (a NamedTuple) with each of ``fields`` replaced by the
-    concatenation, in rank order, of that field's rows in every process."""
+    """``outputs`` with each of ``fields`` concatenated over every process, in rank order."""
     gathered = {}
     for name in fields:
         local = getattr(outputs, name).detach().contiguous()
@@ -86,8 +68,7 @@ def broadcast_state(module):
 
 
 def global_mean(value, n_rows, device):
-    """The mean of a per-process mean ``value`` over ``n_rows`` rows, weighted
-    by every process's rows; NaN stays NaN (divergence is seen everywhere)."""
+    """The per-process mean ``value`` averaged over every process's rows; NaN stays NaN."""
     total = torch.tensor([value * n_rows, float(n_rows)], dtype=torch.float64, device=device)
     dist.all_reduce(total)
     return float(total[0] / total[1]) if total[1] > 0 else float("nan")

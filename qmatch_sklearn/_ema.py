@@ -14,14 +14,9 @@ def make_teacher(student):
 
 @torch.no_grad()
 def ema_update_(teacher_params, student_params, decay):
-    """theta_teacher <- decay * theta_teacher + (1 - decay) * theta_student.
-
-    Takes two iterables of matching parameters. The reference covers every
-    parameter of the student but not the batch-norm running statistics; so do
-    we. ``decay=0`` makes the teacher a copy of the student. One foreach update
-    for all the parameters (as timm's ``ModelEmaV3``): a step launches one
-    kernel for the teacher, not one per tensor.
-    """
+    """theta_teacher <- decay * theta_teacher + (1 - decay) * theta_student, over two iterables
+    of matching parameters (not batch-norm statistics, as in the reference) in one foreach
+    update; ``decay=0`` copies the student."""
     teacher, student = list(teacher_params), list(student_params)
     if len(teacher) != len(student):
         raise ValueError(f"{len(teacher)} teacher parameters for {len(student)} student ones.")

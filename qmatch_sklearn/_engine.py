@@ -1,21 +1,7 @@
 """The one training engine: skorch nets that every method, classifier and regressor share.
 
-skorch brings the epoch loop, ``history``, callbacks (progress output) and
-device placement. We change what matters for tabular self-supervision:
-
-* batches are gathered from one store of the data (a tensor on the training
-  device, or a sparse matrix densified one batch at a time): no copy per
-  split or per epoch, no per-row ``Dataset.__getitem__`` and collate;
-* one callback does early stopping, restores the best epoch and stops on a
-  non-finite loss; a ``KeyboardInterrupt`` reaches the caller (skorch's loop
-  swallows it);
-* randomness comes from a local ``torch.Generator`` (the global RNG is never
-  touched);
-* a pretext step asks the method's module for its named outputs, hands them to
-  the method's loss module and, after the optimiser step, lets the module
-  update its own state (EMA teacher, queue);
-* pretraining runs data-parallel when ``torch.distributed`` runs several
-  processes (``_distributed.py``).
+skorch brings the epoch loop, history, callbacks and devices; batches are sliced from one
+store of the data, randomness comes from a local ``torch.Generator``.
 """
 
 import contextlib
@@ -51,41 +37,25 @@ from ._split import AUTO_MIN_VALIDATION_ROWS
 from ._time_limit import deadline
 from ._warnings import warn
 
-#: Most rows per forward pass in ``transform``/``predict``: 1,024 rows keep the
-#: hidden activations small (2 MB a layer at width 512; 8,192 rows made a fit of
-#: 300,000 x 100 peak 110 MB higher) and ran faster than 8,192 on the CPU (measured).
+#: Most rows per forward pass in ``transform``/``predict``: small activations, fast on CPUs.
 INFERENCE_BATCH_SIZE = 1024
-#: Most bytes of float32 input per forward pass: bounds inference memory for
-#: wide (e.g. one-hot) inputs, whose sparse form is densified one chunk at a time.
+#: Most bytes of float32 input per forward pass: bounds memory for wide (one-hot) inputs.
 INFERENCE_CHUNK_BYTES = 32 * 2**20
 
 
-#: Largest share of the accelerator's free memory that a dense training
-#: matrix may take there; a larger one stays on the host (see :class:`Rows`).
+#: Largest share of the accelerator's free memory a dense training matrix may take.
 DEVICE_DATA_FRACTION = 0.5
 
 
 def fits_on_device(nbytes, device):
-    """Whether ``nbytes`` of training data fit comfortably on ``device``: the
-    CPU always (the tensor shares the array's memory), CUDA when they take at
-    most :data:`DEVICE_DATA_FRACTION` of its free memory."""
+    """Whether ``nbytes`` of training data fit on ``device`` (the CPU: always)."""
     if torch.device(device).type != "cuda":
         return True
     return nbytes <= DEVICE_DATA_FRACTION * torch.cuda.mem_get_info(device)[0]
 
 
 class Rows(torch.utils.data.Dataset):
-    """The rows ``index`` of ``X`` (and of ``y``), served one batch at a time.
-
-    ``X`` is never copied per split: the training and validation rows of one
-    array are two ``Rows`` over the same storage. A dense ``X`` is a float32
-    tensor on the training device when it fits there comfortably
-    (:func:`fits_on_device`; on the CPU it shares the array's memory), else
-    a tensor on the host whose batches are gathered there and copied to the
-    device through pinned memory, without blocking; a sparse ``X`` stays a
-    CSR matrix on the host and only the rows of one batch are densified and
-    moved to the device.
-    """
+    """The rows ``index`` of ``X`` (and ``y``), never copied, served one batch at a time."""
 
     def __init__(self, X, y, index, device, weight=None):
         self.X, self.y, self.index, self.device, self.weight = X, y, index, device, weight
@@ -97,12 +67,11 @@ class Rows(torch.utils.data.Dataset):
         return self.batch(self.index[i : i + 1])
 
     def batch(self, index):
-        """Rows ``index`` (a tensor where ``X`` is: the training device, or the
-        host) of ``X`` and ``y``, on the training device."""
+        """Rows ``index`` of ``X`` and ``y``, on the training device."""
         if sp.issparse(self.X):
             X = torch.from_numpy(self.X[index.numpy()].toarray())
         else:
-            X = self.X.index_select(0, index)  # the rows X[index], without indexing's overhead
+            X = self.X.index_select(0, index)
         X = _to_device(X, self.device)
         if self.weight is not None:  # a weighted batch: see _RowWeightsMixin
             X = (X, _to_device(self.weight.index_select(0, index), self.device))
@@ -124,10 +93,7 @@ def _to_device(rows, device):
 
 
 def device_rows(X, y, device):
-    """``X`` and ``y`` as stored for :class:`Rows`: dense arrays become tensors
-    on ``device`` when they fit there (:func:`fits_on_device`; never aliasing
-    a read-only array), else host tensors; sparse ``X`` stays CSR. ``y`` is
-    kept where ``X`` is."""
+    """``X``, ``y`` and their store as :class:`Rows` keeps them (``y`` where ``X`` is)."""
     on_host = sp.issparse(X)
     if not on_host:
         X = torch.as_tensor(X if X.flags.writeable else np.array(X))
@@ -139,11 +105,7 @@ def device_rows(X, y, device):
 
 
 def split_datasets(X, y, train, valid, device, weight=None):
-    """:class:`Rows` for the ``train`` and ``valid`` row indices of one ``X``
-    (``valid`` may be None: no validation), with the rows' ``weight`` if given.
-    The indices, ``y`` and ``weight`` are stored where ``X`` is
-    (:func:`device_rows`): rows kept on the host are gathered there, batch by
-    batch, and no batch reads an index back from the device."""
+    """:class:`Rows` for the ``train`` and ``valid`` (or None) indices of one ``X``."""
     device = torch.empty(0, device=device).device  # as its tensors name it: "cuda:0", not "cuda"
     X, y, store = device_rows(X, y, device)
     if weight is not None:
@@ -162,13 +124,8 @@ def all_rows(X, y, device, weight=None):
 
 
 class SliceBatches:
-    """Mini-batches of a :class:`Rows`, in a fresh random order per epoch
-    when ``shuffle`` is set.
-
-    A last batch of one row, which batch normalisation cannot normalise by its
-    own statistics, is skipped with ``drop_singleton`` (training) or joins the
-    batch before it with ``merge_singleton``.
-    """
+    """Mini-batches of a :class:`Rows`; a last one-row batch, which batch norm cannot
+    normalise, is dropped (``drop_singleton``) or merged (``merge_singleton``)."""
 
     def __init__(self, rows, batch_size, shuffle=False, generator=None, drop_singleton=False,
                  merge_singleton=False):
@@ -194,7 +151,7 @@ class SliceBatches:
 
     def __iter__(self):
         index = self.rows.index
-        if self.shuffle:  # drawn where the generator is; rows kept on the host read it once
+        if self.shuffle:
             device = index.device if self.generator is None else self.generator.device
             order = torch.randperm(len(index), generator=self.generator, device=device)
             index = index[order.to(index.device)]
@@ -215,15 +172,7 @@ def _decay_groups(named_parameters, weight_decay):
 
 @functools.cache
 def fused_adamw_runs_on(device_type):
-    """Whether AdamW's fused kernel runs on ``device_type`` in this torch (CUDA;
-    the CPU from torch 2.4 on).
-
-    The fused step updates every parameter in one kernel instead of a loop of
-    about ten tensor operations per parameter: on the paper's 63M-parameter
-    network on a 2-core CPU the for-loop step took about a quarter of a
-    training step (profiled), the fused one 8x less time. The probe's result
-    is cached per device type.
-    """
+    """Whether AdamW's (much faster) fused kernel runs on ``device_type`` in this torch."""
     probe = torch.zeros(1, device=device_type, requires_grad=True)
     try:
         torch.optim.AdamW([probe], fused=True)
@@ -233,12 +182,7 @@ def fused_adamw_runs_on(device_type):
 
 
 class _TabularNetMixin:
-    """What both skorch nets share: slice batching, a local generator, AdamW groups
-    (with the fused kernel where it runs).
-
-    ``generator`` is a ``torch.Generator`` on the data's device; it drives the
-    shuffling (and, in pretext nets, the corruption).
-    """
+    """What both skorch nets share: slice batching, AdamW groups and a local ``generator``."""
 
     def __init__(self, *args, generator=None, weight_decay=0.0, precision="32-true", **kwargs):
         super().__init__(*args, **kwargs)
@@ -275,8 +219,7 @@ class _TabularNetMixin:
     def _step_optimizer(self, step_fn):
         if self.scaler_ is None and self.group_ is None:
             return super()._step_optimizer(step_fn)
-        # gradients first (averaged across processes), then the step: the
-        # scaler's step takes no closure
+        # gradients first (averaged across processes): the scaler's step takes no closure
         step_fn()
         if self.group_ is not None:
             average_gradients(self.module_.parameters(), self.group_)
@@ -291,13 +234,7 @@ class _TabularNetMixin:
         return None
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        """skorch's epoch, except that each batch's loss stays on the device until
-        the epoch ends and is then read with the others at once: one host sync an
-        epoch instead of one a batch (skorch reads ``loss.item()`` after every
-        step, which stalls a GPU's queue). The history holds the same numbers;
-        every callback that reads them runs at the epoch's end. The modules' train
-        or eval mode is set once an epoch, not at every step as skorch's steps do
-        (a walk over every module: ~0.1 ms a step on the default network)."""
+        """skorch's epoch, with one host sync (losses read at its end) and one mode switch."""
         if iterator is None:
             return
         self._set_training(training)
@@ -317,8 +254,7 @@ class _TabularNetMixin:
         self.history.record(f"{prefix}_batch_count", len(losses))
 
     def kept_network(self):
-        """The part of ``module_`` the estimator keeps after training, which
-        :class:`KeepBestEpoch` restores to its best epoch: all of it here."""
+        """The part of ``module_`` the estimator keeps (:class:`KeepBestEpoch` restores it)."""
         return self.module_
 
     def get_iterator(self, dataset, training=False):
@@ -336,13 +272,7 @@ class _TabularNetMixin:
                                                                        "fused": fused}
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """skorch's ``partial_fit``, except that only :class:`StopTraining` ends
-        the loop quietly.
-
-        skorch treats ``KeyboardInterrupt`` as "stop and keep what you have",
-        which hid a user's Ctrl-C (the estimator came back "fitted" and
-        ``QMatchClassifier`` went on to fine-tune); here it reaches the caller.
-        """
+        """skorch's ``partial_fit``, but a ``KeyboardInterrupt`` reaches the caller."""
         if not self.initialized_:
             self.initialize()
         self.notify("on_train_begin", X=X, y=y)
@@ -353,22 +283,8 @@ class _TabularNetMixin:
 
 
 class PretextNet(_TabularNetMixin, NeuralNet):
-    """A skorch net whose module is a :class:`~qmatch_sklearn.methods.PretextModule`.
-
-    The module maps a clean batch to the method's named output structure,
-    which the criterion (the method's loss module) reads by field name;
-    ``after_step`` gets the same structure once the optimiser has updated the
-    student.
-    Validation corruption is re-seeded each epoch so that validation losses
-    are comparable across epochs.
-
-    Under ``torch.distributed`` with several processes (``_distributed.py``)
-    each process trains and validates on its share of the rows, with its own
-    corruption draws; gradients are averaged before each step, the
-    ``gathered`` fields of the outputs collected from every process before
-    ``after_step``, the epoch's losses averaged over every process's rows and
-    rank 0's buffers broadcast after each training epoch.
-    """
+    """A skorch net whose module is a :class:`~qmatch_sklearn.methods.PretextModule`;
+    validation corruption is re-seeded each epoch (data-parallel: ``_distributed.py``)."""
 
     def __init__(self, *args, valid_seed=0, **kwargs):
         super().__init__(*args, **kwargs)
@@ -412,8 +328,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         return [*defaults[:at], ("global_losses", GlobalLosses()), *defaults[at:]]
 
     def kept_network(self):
-        """The encoder: the projection heads, teacher and queue end with the fit
-        (copying them too doubled the best-epoch copy of the paper's network)."""
+        """The encoder: the projection heads, teacher and queue end with the fit."""
         return self.module_.encoder
 
     def _pretext_loss(self, X, generator):
@@ -432,8 +347,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         return {"loss": loss, "y_pred": outputs}
 
     def _bare_train_step(self, x):
-        """One step without skorch's bookkeeping (what :class:`CapturedStep` records):
-        the loss, backward, AdamW's step and the method's ``after_step``."""
+        """One step without skorch's bookkeeping, as :class:`CapturedStep` records it."""
         loss, outputs = self._pretext_loss(x, self.generator)
         loss.backward()
         self.optimizer_.step()
@@ -460,9 +374,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
         return SliceBatches(dataset, self.batch_size, merge_singleton=True)
 
     def validation_step(self, batch, **fit_params):
-        """The pretext loss of a validation batch as training computes it: in
-        train mode, normalised by the batch's own statistics (which a
-        one-row validation set has not: it reads the running ones)."""
+        """The pretext loss of a validation batch as training computes it (train mode)."""
         x = batch[0]
         mode = batch_statistics(self.module_) if len(x) > 1 else contextlib.nullcontext()
         with torch.no_grad(), mode:
@@ -481,10 +393,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
 
 
 class GlobalLosses(Callback):
-    """Under data-parallel training, replace the epoch's ``train_loss`` and
-    ``valid_loss`` (each process's mean over its rows) by their mean over every
-    process's rows, so that every process sees, prints and early-stops on the
-    same numbers. Nothing in single-process training."""
+    """Under data-parallel training, the epoch's losses averaged over every process."""
 
     def on_epoch_end(self, net, **kwargs):
         if net.group_ is None:
@@ -499,13 +408,7 @@ class GlobalLosses(Callback):
 
 
 class _RowWeightsMixin:
-    """Row weights (``sample_weight``, ``class_weight``) in the supervised loss.
-
-    A weighted :class:`Rows` serves ``((X, w), y)``: the module sees ``X``,
-    and a batch's loss is the weighted mean of its rows' losses,
-    ``sum_i w_i l_i / sum_i w_i``, in training and validation alike.
-    Unweighted rows take skorch's own path, unchanged.
-    """
+    """Row weights: a batch of ``((X, w), y)`` has the loss ``sum_i w_i l_i / sum_i w_i``."""
 
     def infer(self, x, **fit_params):
         return super().infer(x[0] if isinstance(x, tuple) else x, **fit_params)
@@ -528,20 +431,11 @@ class FineTuneNet(_RowWeightsMixin, _TabularNetMixin, NeuralNetClassifier):
 
 
 class FineTuneRegressorNet(_RowWeightsMixin, _TabularNetMixin, NeuralNetRegressor):
-    """A skorch regressor over standardised float32 targets of shape
-    (n_samples, n_outputs), trained with AdamW."""
+    """A skorch regressor over standardised float32 targets, trained with AdamW."""
 
 
 class EpochProgressBar(Callback):
-    """One tqdm bar over epochs, showing the latest losses, and the batches of a
-    long epoch.
-
-    skorch's own ``ProgressBar`` draws a bar of batches per epoch; for
-    hundreds of short epochs one bar over epochs reads better. Within an epoch
-    the bar's postfix counts the training batches, redrawn at most every
-    ``refresh_seconds``, so that an epoch of minutes (200,000 rows) shows
-    progress too.
-    """
+    """One tqdm bar over epochs with the latest losses, and a long epoch's batch count."""
 
     def __init__(self, desc, refresh_seconds=1.0):
         self.desc = desc
@@ -582,30 +476,16 @@ class StopTraining(Exception):
 
 
 def all_finite(tensors):
-    """Whether every entry of ``tensors`` is finite, from one norm per tensor: a NaN
-    or infinite entry makes its tensor's norm non-finite (and so do finite entries
-    whose squares overflow, past 1e19: diverged too). No mask as large as the
-    weights is built: 60 times faster than ``isfinite`` on the paper's network."""
+    """Whether ``tensors`` are finite, by one norm each (no mask as large as the weights)."""
     norms = [torch.linalg.vector_norm(t.detach()) for t in tensors]
     return not norms or bool(torch.isfinite(torch.stack(norms)).all())
 
 
 class KeepBestEpoch(Callback):
-    """Early stopping, the divergence guard and best-weights restoration, in one place.
+    """Early stopping, the divergence guard, ``deadline`` and best-weights restoration.
 
-    After each epoch, training stops at once when the training loss, the
-    ``monitor`` score or a weight is not finite (``diverged_epoch_``).
-    Otherwise the epoch becomes the best one when ``monitor`` improves on the
-    best so far (without validation, ``monitor=None``: every epoch) and the
-    weights of ``net.kept_network()`` (what the estimator keeps) are copied;
-    ``patience`` epochs in a row without improvement stop training, and so does
-    an epoch that ends past ``deadline`` (``time.monotonic()``; None: no limit;
-    ``out_of_time_``), its weights kept as the last epoch's are. At the end
-    the best epoch's weights are loaded back, so a fitted network always comes
-    from an epoch whose losses and weights were finite. ``best_epoch_`` stays 0
-    when no epoch was (the caller raises). The run's last epoch is never copied:
-    no later epoch can need it back (this spares every ``partial_fit`` call,
-    one epoch each, a copy of the network).
+    ``best_epoch_`` stays 0 if no epoch was finite. The run's last epoch is never copied:
+    nothing can need it back.
     """
 
     def __init__(self, monitor, lower_is_better, patience, deadline=None):
@@ -636,7 +516,6 @@ class KeepBestEpoch(Callback):
         if not (np.isfinite(losses).all() and all_finite(net.module_.parameters())):
             self.diverged_epoch_ = row["epoch"]
             raise StopTraining
-        # past the deadline this epoch is the run's last: nothing to copy for later
         past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
         if self.monitor is None or self._improves(score):
             self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
@@ -651,9 +530,7 @@ class KeepBestEpoch(Callback):
             raise StopTraining
 
     def _copy_weights(self, state):
-        """Copy the epoch's weights into the buffers of the run's first copy: no new
-        memory per epoch (allocating a fresh copy of the paper's network took 15 times
-        longer than the copy itself)."""
+        """Copy the weights into the run's first copy's buffers: no new memory per epoch."""
         if self.weights_ is None:
             self.weights_ = {k: v.detach().clone() for k, v in state.items()}
         else:
@@ -668,9 +545,7 @@ class KeepBestEpoch(Callback):
 
 @dataclass
 class TrainingResult:
-    """What a training run produced: the skorch history, the epochs run, the
-    epoch whose weights the network now holds (1-based) and its validation
-    score (None without validation)."""
+    """A training run's history, epochs run, kept epoch (1-based) and its score (or None)."""
 
     history: History
     n_epochs: int
@@ -679,25 +554,21 @@ class TrainingResult:
 
 
 def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc, deadline):
-    """Early stopping, the time limit and the divergence guard; with ``verbose=1`` a
-    progress bar (``verbose=2`` prints skorch's table of every epoch instead)."""
+    """Early stopping, time limit and divergence guard; a progress bar with ``verbose=1``."""
     # The bar comes first so that it counts the epoch on which training stops.
     callbacks = [("progress", EpochProgressBar(desc))] if verbose == 1 else []
     guard = KeepBestEpoch(monitor, lower_is_better, patience, deadline)
     return [*callbacks, ("keep_best", guard)]
 
 
-#: A kept epoch this early while training went on, or a validation split
-#: smaller than the one ``validation_fraction="auto"`` requires, makes early
-#: stopping suspect: ``fit`` warns.
+#: A kept epoch this early while training went on makes early stopping suspect: ``fit`` warns.
 EARLY_EPOCH = 2
 
 
 def _warn_if_suspect(name, guard, n_epochs, n_valid):
-    """Warn when early stopping likely followed noise: a tiny validation
-    split, or an epoch kept near the start although training went on."""
+    """Warn when early stopping likely followed noise (a tiny split, an early kept epoch)."""
     if guard.monitor is None or guard.diverged_epoch_ is not None or guard.out_of_time_:
-        return  # no early stopping chose the epoch
+        return
     best = guard.best_epoch_
     if n_valid < AUTO_MIN_VALIDATION_ROWS:
         why = f"chose epoch {best} of {n_epochs} on a validation split of only {n_valid} rows"
@@ -714,8 +585,7 @@ def _warn_if_suspect(name, guard, n_epochs, n_valid):
 
 
 def _outcome(name, guard, history, max_epochs, lr):
-    """The guard's record as a result, a warning or an error, and a sentence
-    that says what happened (printed when ``verbose``)."""
+    """The guard's record as a result (or a warning, or an error) and a summary sentence."""
     n_epochs, best = len(history), guard.best_epoch_
     if guard.diverged_epoch_ is not None:
         if best == 0:
@@ -750,8 +620,7 @@ def _outcome(name, guard, history, max_epochs, lr):
 
 @torch.no_grad()
 def batched_forward(module, X, device, out_dim):
-    """Run ``module`` in eval mode over ``X`` (dense or sparse) in bounded
-    chunks; float32 numpy out. Raises rather than return a non-finite value."""
+    """``module`` in eval mode over ``X`` in bounded chunks; float32, finite or raises."""
     module.eval()
     out = np.empty((X.shape[0], out_dim), dtype=np.float32)
     rows = max(1, min(INFERENCE_BATCH_SIZE, INFERENCE_CHUNK_BYTES // (4 * X.shape[1])))
@@ -769,9 +638,7 @@ def batched_forward(module, X, device, out_dim):
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """The training parameters an estimator hands to :func:`train_net`
-    (``name`` labels progress output, warnings and errors; ``deadline``: the
-    ``max_time`` of the fit in progress, :func:`~._time_limit.deadline`)."""
+    """The training parameters an estimator hands to :func:`train_net`."""
 
     name: str
     lr: float
@@ -785,9 +652,7 @@ class TrainingSettings:
 
     @classmethod
     def of(cls, estimator):
-        """The settings of an estimator of this library (its shared parameters, and
-        ``precision_``: its ``precision`` resolved for the device). Under
-        data-parallel training only rank 0 shows progress."""
+        """An estimator's settings; under data-parallel training only rank 0 shows progress."""
         group = current_group()
         verbose = estimator.verbose if group is None or group.rank == 0 else 0
         return cls(
@@ -799,12 +664,7 @@ class TrainingSettings:
 
 def make_net(net_class, module, criterion, valid, settings, *, device, seed, monitor,
              lower_is_better, **net_params):
-    """The skorch net of ``module`` and ``criterion`` under ``settings``, unfitted.
-
-    ``valid`` (:class:`Rows` or None) is its validation set: None disables
-    early stopping (the last finite epoch is kept). ``monitor`` names the
-    history column that early stopping watches.
-    """
+    """The unfitted skorch net; ``valid`` None disables early stopping on ``monitor``."""
     has_validation = valid is not None
     return net_class(
         module,
@@ -832,9 +692,7 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
 
 
 def net_result(net, settings, n_valid=None):
-    """What ``net``'s last ``fit``/``partial_fit`` kept, as a :class:`TrainingResult`
-    (with the warnings and errors of :func:`_outcome`); ``n_valid``: the number of
-    validation rows, if any."""
+    """What ``net``'s last fit kept, as a :class:`TrainingResult` (see :func:`_outcome`)."""
     guard = dict(net.callbacks_)["keep_best"]
     result, summary = _outcome(settings.name, guard, net.history, settings.max_epochs,
                                settings.lr)
@@ -847,10 +705,7 @@ def net_result(net, settings, n_valid=None):
 
 def train_net(net_class, module, criterion, train, valid, settings, *, device, seed, monitor,
               lower_is_better, **net_params):
-    """Fit a skorch net of ``module`` and ``criterion`` under ``settings``
-    (:func:`make_net`) on ``train`` (:class:`Rows`). Returns a
-    :class:`TrainingResult`; the caller stores what it keeps.
-    """
+    """Fit :func:`make_net`'s net on ``train``; returns a :class:`TrainingResult`."""
     net = make_net(net_class, module, criterion, valid, settings, device=device, seed=seed,
                    monitor=monitor, lower_is_better=lower_is_better, **net_params)
     net.fit(train, None)
@@ -858,8 +713,7 @@ def train_net(net_class, module, criterion, train, valid, settings, *, device, s
 
 
 def keep_trained(estimator, network, result, device):
-    """Store what a fitted estimator keeps: the network (eval mode, no
-    gradients), the skorch history, epoch counts and the device."""
+    """Store the fitted network (eval mode, no gradients), history, epochs and device."""
     network.eval().requires_grad_(False)
     for param in network.parameters():
         param.grad = None

@@ -10,8 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 
 def _one_hot_widths(encoder):
-    """Output columns per input feature of a fitted OneHotEncoder: its categories,
-    less a dropped one, with infrequent categories merged into one column."""
+    """Output columns per input feature of a fitted OneHotEncoder (drop and infrequent aware)."""
     widths = []
     infrequent = getattr(encoder, "infrequent_categories_", None)
     for i, categories in enumerate(encoder.categories_):
@@ -44,25 +43,20 @@ def _last_one_hot(transformer):
 def one_hot_groups(preprocessor):
     """The column groups of each one-hot encoded feature in a preprocessor's output.
 
-    Pass the result as ``feature_groups`` to an encoder that reads that output,
-    so that corruption replaces a categorical feature as one unit (see
-    ``feature_groups`` in :class:`~qmatch_sklearn.QMatchEncoder`).
+    Pass the result as ``feature_groups`` (see :class:`~qmatch_sklearn.QMatchEncoder`) to an
+    encoder that reads that output, so that corruption replaces a categorical feature as one unit.
 
     Parameters
     ----------
     preprocessor : ColumnTransformer or OneHotEncoder, fitted
-        A ColumnTransformer whose transformers may be a ``OneHotEncoder`` or a
-        Pipeline ending in one (e.g. an imputer, then the encoder), or a
-        single OneHotEncoder. Its output must be dense or sparse columns in
-        the order it produces them (``verbose_feature_names_out`` does not
-        matter).
+        A OneHotEncoder, or a ColumnTransformer whose transformers may be one or a Pipeline
+        ending in one (e.g. an imputer, then the encoder).
 
     Returns
     -------
     groups : list of lists of int
-        For each one-hot encoded input feature with two or more output
-        columns, the indices of those columns in the preprocessor's output
-        (a single column is a group of its own anyway).
+        For each one-hot encoded input feature with two or more output columns, the indices
+        of those columns in the preprocessor's output.
 
     Examples
     --------

@@ -1,22 +1,8 @@
 """What a file written by ``save`` may hold: ``load`` checks it all before it builds anything.
 
-A file is input from outside, so its header is never trusted. For each
-estimator in it, before its network is built:
-
-- the parameters are exactly the class's (none unknown, none missing: a
-  default may be another model) and satisfy its ``_parameter_constraints``, as
-  ``fit`` would check them;
-- the fitted attributes are known by name, so none can shadow a method, and
-  each has its type and its shape relation to the parameters and to the other
-  attributes (``_table_input`` reads ``n_features_in_`` columns, ``target_mean_``
-  ``n_outputs_``, a boosted member's children point forward, ...);
-- the network the parameters and attributes describe is built on torch's
-  ``meta`` device, which allocates nothing, and its tensors' names, shapes
-  and dtypes are compared with the file's. Only then is it built for real,
-  so the memory that ``load`` uses is bounded by the size of the file.
-
-Every refusal is a :class:`Refused`, which ``load`` turns into a ValueError
-that names the file and the field.
+Parameters (all of them: a default may be another model), fitted attributes by name, type
+and shape, and tensors against the network built on the ``meta`` device, so ``load``'s
+memory is bounded by the file's size. Every refusal is a :class:`Refused`.
 """
 
 import inspect
@@ -75,9 +61,8 @@ def _count(state, name, field, minimum=0):
 
 
 def _array(state, name, field, dtype, shape=None, finite=False):
-    """``state[name]``, refused unless an array of exactly ``dtype`` (the one fit
-    writes: another would round the model differently) and ``shape``, and with
-    ``finite`` every entry finite."""
+    """``state[name]``, refused unless an array of exactly ``dtype`` (fit's: another rounds
+    differently) and ``shape``, and with ``finite`` finite."""
     value = state[name]
     _require(isinstance(value, np.ndarray) and value.dtype == np.dtype(dtype), field,
              f"{name} must be an array of dtype {np.dtype(dtype)}, got {type(value).__name__}"
@@ -109,10 +94,7 @@ def _flag(state, name, field):
 
 
 def _check_table(state, field):
-    """``_table_input``, a :class:`~._table.TableInput`'s state: its
-    ``categorical_features``, one entry of the numeric map per one of the
-    ``n_features_in_`` columns, its categorical columns' categories and its
-    missing-value columns."""
+    """Check ``_table_input``, a :class:`~._table.TableInput`'s state."""
     table = state["_table_input"]
     names = {"categorical_features", *TableInput.FITTED}
     _require(isinstance(table, dict) and set(table) == names, field("_table_input"),
@@ -243,9 +225,7 @@ _REGRESSOR = {"n_outputs_", "target_mean_", "target_scale_", "target_min_", "tar
 
 
 def allowed_attributes(cls):
-    """The names of the fitted attributes an estimator of ``cls`` may hold: an
-    encoder's, or a head estimator's (it has a closed-form head) with an
-    ``encoder_`` (it takes an ``encoder``) or a network of its own."""
+    """The fitted attributes an estimator of ``cls`` may hold: an encoder's or a head's."""
     if not hasattr(cls, "_closed_form_head"):
         return _ENCODER
     names = set(_HEAD)
@@ -260,9 +240,7 @@ TIME_LIMITED_STAGES = ("pretraining", "head")
 
 
 def checked_params(cls, params, field):
-    """``params``, refused unless exactly the class's parameters (a missing one
-    is refused too, as its default may be another model, e.g. ``passthrough``),
-    satisfying its constraints."""
+    """``params``, refused unless exactly the class's parameters, within its constraints."""
     names = set(inspect.signature(cls.__init__).parameters) - {"self"}
     _refuse_first(set(params) - names, field,
                   lambda name: f"{cls.__name__} has no parameter {name!r}.")
@@ -285,8 +263,7 @@ def checked_params(cls, params, field):
 
 
 def check_attributes(cls, params, attributes, field):
-    """Raise :class:`Refused` unless the fitted ``attributes`` are what an
-    estimator of ``cls`` with ``params`` holds: known names, types, shapes."""
+    """Raise :class:`Refused` unless ``attributes`` are what a fitted ``cls`` holds."""
     if cls is FrozenEstimator:
         _refuse_first(set(attributes) - {"_sklearn_version"}, field,
                       lambda name: f"FrozenEstimator holds no attribute {name!r}.")
@@ -337,9 +314,7 @@ def _torch_dtype(dtype):
 
 
 def check_weights(cls, params, attributes, tensors, field):
-    """Raise :class:`Refused` unless ``tensors`` (the file's ``network_``) have
-    the names, shapes and dtypes of the network the estimator describes, built
-    on the ``meta`` device (no memory)."""
+    """Raise :class:`Refused` unless ``tensors`` match the network built on ``meta``."""
     probe = cls.__new__(cls)
     vars(probe).update({**params, **attributes,
                         "_table_input": TableInput.from_state(attributes["_table_input"])})

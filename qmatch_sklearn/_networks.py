@@ -1,14 +1,9 @@
 """Building blocks: the encoder f(x) -> z and the small MLP heads.
 
-The encoder follows the paper's "Model Architecture" paragraph (after i-Mix):
-fully connected layers with batch normalisation and ReLU, an optional 4-way
-maxout on the widest layer (``architecture="imix"``), and a linear layer to
-the ``embedding_dim``-dimensional representation z that downstream tasks read.
-
-The estimators' ``architecture`` parameter names one of :data:`ARCHITECTURES`
-or gives a network of the user's own (a module, or a factory of one);
-:func:`build_encoder` is the one place that tells them apart.
-"""
+The encoder follows the paper's "Model Architecture" paragraph (after i-Mix): fully connected
+layers with batch normalisation and ReLU, an optional 4-way maxout on the widest layer
+(``architecture="imix"``), and a linear layer to z. ``architecture`` names one of
+:data:`ARCHITECTURES` or gives the user's own network; :func:`build_encoder` tells them apart."""
 
 import copy
 import math
@@ -38,32 +33,14 @@ class Maxout(nn.Module):
 
 
 class InputScale(nn.Module):
-    """``x -> weight * clip(compression * (x - mean), -BOUND, BOUND)`` per
-    column: the encoder's first layer.
+    """``x -> weight * clip(compression * (x - mean), -BOUND, BOUND)`` per column: the
+    encoder's first layer, for the authors' input batch norm with statistics frozen at 0/1.
 
-    ``weight`` is learned, from 1; ``mean`` and ``compression`` are fixed,
-    from the encoder's input over the fit rows (:func:`~._scaling.center_input`):
-    ``mean`` its mean, so that sparse rows, which the numeric map does not
-    centre, and dense ones train the same network; ``compression`` at most 1,
-    so that no fit row of a column of rare values (at one end of its range in
-    more than half of the rows: a pixel that is mostly dark) enters beyond
-    ``BOUND`` of the column's standard deviations. The numeric map bounds every
-    column at 10 of them, which keeps the input block of ``passthrough=True``
-    standardised for the linear head beside the embedding; the network learns
-    better from rare values bounded tighter (MNIST's pixels; the development
-    log has the screens). Other columns, and those within the bound (every 0/1
-    column among them), enter as they are.
-
-    The authors' code puts a batch norm there whose statistics stay at 0/1:
-    a learnable scale and shift that never normalises (Flax's
-    ``use_running_average``). The shift is left out: the next layer
-    is a linear one with a bias or followed by a batch norm, so a shift changes
-    nothing but adds a parameter whose gradient is rounding noise, which AdamW
-    scales up to full steps. A normalising layer would undo the bound of the
-    numeric map (:mod:`._scaling`): a column whose value is 1 in one row of a
-    batch of 512 and 0 elsewhere would enter at 22 standard deviations, and at
-    thousands in eval mode where its running variance is near 0.
-    """
+    ``weight`` is learned; ``mean`` and ``compression`` (at most 1) are fixed from the fit rows
+    (:func:`~._scaling.center_input`), so that sparse and dense rows train alike and no fit row
+    of a column of rare values enters beyond ``BOUND`` standard deviations. No shift (the next
+    layer has a bias or a batch norm), and no normalisation, which would undo the numeric map's
+    bound (:mod:`._scaling`; docs/design.md, "input batch norm")."""
 
     #: The largest value a fit row enters with, in its column's standard deviations.
     BOUND = 3.0
@@ -78,9 +55,8 @@ class InputScale(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self):
-        """Weight 1, mean 0, compression 1 and each column's bound float32's largest
-        (none, and finite, as a saved file's numbers must be) until the fit rows'
-        statistics set them (:func:`~._scaling.center_input`)."""
+        """Weight 1, mean 0, compression 1, bounds float32's largest (finite, as a saved file's
+        numbers must be) until :func:`~._scaling.center_input` sets them."""
         self.weight.fill_(1.0)
         self.mean.zero_()
         self.compression.fill_(1.0)
@@ -97,11 +73,8 @@ def hidden_block(n_in, n_out):
 
 
 class MLP(nn.Sequential):
-    """Linear -> BatchNorm -> ReLU blocks, then a plain linear output layer.
-
-    This is the reference code's ``MLP([512, 128])`` projection head and the
-    shape of every pretext head built on top of the encoder.
-    """
+    """Linear -> BatchNorm -> ReLU blocks, then a plain linear output layer: the reference's
+    ``MLP([512, 128])`` projection head and the shape of every pretext head."""
 
     def __init__(self, n_in, sizes):
         layers = []
@@ -113,7 +86,7 @@ class MLP(nn.Sequential):
 
 
 class Encoder(nn.Sequential):
-    """The representation network f: x -> z.
+    """The representation network f: x -> z, after an :class:`InputScale` layer.
 
     Parameters
     ----------
@@ -124,16 +97,7 @@ class Encoder(nn.Sequential):
     embedding_dim : int
         Width of z.
     architecture : {"mlp", "imix"}
-        ``"imix"`` replaces the last hidden block by a linear layer followed by
-        a 4-way maxout, as in the paper's i-Mix network.
-
-    Notes
-    -----
-    The first layer is a learnable per-column scale of the centred input
-    (:class:`InputScale`), as in the authors' code, whose input batch norm
-    keeps its statistics at 0/1; the paper's "Data Preprocessing" paragraph
-    describes a normalising one. The rows arrive bounded by the numeric map
-    (:mod:`._scaling`), which a normalisation would undo for rare values.
+        ``"imix"`` ends in a linear layer and a 4-way maxout, as the paper's i-Mix network.
     """
 
     def __init__(self, n_features, hidden_sizes, embedding_dim, architecture="mlp"):
@@ -155,13 +119,9 @@ ARCHITECTURES = {"mlp": MLP_HIDDEN_SIZES, "imix": IMIX_HIDDEN_SIZES}
 
 
 def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
-    """The encoder network f that ``architecture`` describes, freshly initialised.
-
-    A built-in name gives a LeCun-initialised :class:`Encoder`;
-    ``hidden_sizes=None`` takes the architecture's default widths (the
-    estimators validate the widths). A network of the user's own is built by
-    :func:`build_user_encoder`.
-    """
+    """The encoder network f that ``architecture`` describes, freshly initialised: a
+    LeCun-initialised :class:`Encoder` (``hidden_sizes=None``: the architecture's default
+    widths), or the user's own by :func:`build_user_encoder`."""
     if not isinstance(architecture, str):
         return build_user_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator)
     if hidden_sizes is None:
@@ -172,8 +132,7 @@ def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generat
             f"architecture='imix' needs a last hidden size divisible by {MAXOUT_PIECES} "
             f"(maxout), got {sizes[-1]}."
         )
-    # the layers' default initialisation, which lecun_normal_ overwrites, is skipped: built
-    # on the meta device, then allocated where the caller builds (meta for a file's check)
+    # built on meta, skipping the default init that lecun_normal_ overwrites
     device = torch.empty(0).device
     with torch.device("meta"):
         encoder = Encoder(n_features, sizes, embedding_dim, architecture)
@@ -185,16 +144,9 @@ def build_encoder(n_features, hidden_sizes, embedding_dim, architecture, generat
 
 
 def build_user_encoder(n_features, hidden_sizes, embedding_dim, architecture, generator):
-    """The user's network: a deep copy of a ``torch.nn.Module``, or what the
-    factory ``architecture(n_features, embedding_dim)`` returns.
-
-    As with skorch's ``module=``, an instance is copied, never trained in
-    place, so clones and refits never share weights; its weights are the
-    starting point. A factory is called with torch's global RNG seeded from
-    ``generator`` (and restored afterwards), so torch's default layer
-    initialisation follows ``random_state``. Either way the network must map
-    (batch, n_features) to (batch, embedding_dim); a dry run checks it.
-    """
+    """The user's network: a deep copy of a module (as skorch's ``module=``: clones and refits
+    never share weights), or what ``architecture(n_features, embedding_dim)`` returns under
+    torch's global RNG seeded from ``generator``. A dry run checks its output shape."""
     if hidden_sizes is not None:
         raise ValueError(
             "hidden_sizes sets the widths of the built-in architectures ('mlp', 'imix'); "
@@ -236,11 +188,8 @@ def check_encoder_output(network, n_features, embedding_dim):
 
 @contextmanager
 def batch_statistics(module):
-    """``module`` in train mode with its batch norms normalising by each batch's
-    own statistics and leaving their running statistics as they are: the
-    network as a training step runs it, for a loss that measures what training
-    does (running statistics estimated on corrupted rows put a rare column far
-    from where a batch puts it), without changing the network."""
+    """``module`` in train mode, its batch norms normalising by each batch's statistics without
+    updating their running ones: a loss as training measures it (docs/design.md)."""
     norms = [layer for layer in module.modules()
              if isinstance(layer, nn.modules.batchnorm._BatchNorm) and layer.track_running_stats]
     training = module.training
@@ -256,12 +205,7 @@ def batch_statistics(module):
 
 
 def isolated_global_rng():
-    """Context in which torch's default layer init cannot advance the global RNG.
-
-    ``nn.Linear`` draws its default weights from the global generator when it
-    is built; we overwrite them with :func:`lecun_normal_` from a local one, so
-    building inside this context leaves the caller's random state as it was.
-    """
+    """Context in which building layers (default init) leaves torch's global RNG as it was."""
     return torch.random.fork_rng(devices=[])
 
 
@@ -271,14 +215,10 @@ TRUNCATED_STD = 0.87962566103423978
 
 @torch.no_grad()
 def truncated_normal_(tensor, std, generator):
-    """Fill ``tensor`` with N(0, std^2) draws truncated to [-2 std, 2 std].
-
-    By the inverse of the normal CDF, as ``jax.random.truncated_normal`` does:
-    u ~ U(-erf(sqrt 2), erf(sqrt 2)), x = std sqrt(2) erfinv(u), one pass over the
-    tensor. (``nn.init.trunc_normal_`` redraws the whole tensor until no entry
-    falls outside, about six times for the paper's 8192 x 4096 layer: 14x
-    slower: 3.6 s of the paper network's set-up on one thread.)
-    """
+    """Fill ``tensor`` with N(0, std^2) draws truncated to [-2 std, 2 std], in one pass by the
+    inverse normal CDF as ``jax.random.truncated_normal`` (``nn.init.trunc_normal_`` redraws
+    the whole tensor until none falls outside): x = std sqrt(2) erfinv(u),
+    u ~ U(-erf(sqrt 2), erf(sqrt 2))."""
     bound = math.erf(math.sqrt(2.0))
     tensor.uniform_(-bound, bound, generator=generator).erfinv_()
     return tensor.mul_(std * math.sqrt(2.0)).clamp_(-2.0 * std, 2.0 * std)
@@ -286,11 +226,8 @@ def truncated_normal_(tensor, std, generator):
 
 @torch.no_grad()
 def lecun_normal_(module, generator):
-    """Initialise every linear layer as Flax does (the reference's framework).
-
-    Weights ~ truncated normal with variance 1 / fan_in (LeCun normal), biases
-    zero. Drawing from ``generator`` keeps the global torch RNG untouched.
-    """
+    """Initialise every linear layer as Flax does (the reference's framework): LeCun normal
+    weights (truncated, variance 1 / fan_in) from ``generator``, zero biases."""
     for layer in module.modules():
         if isinstance(layer, nn.Linear):
             truncated_normal_(layer.weight, layer.in_features**-0.5 / TRUNCATED_STD, generator)
@@ -304,7 +241,7 @@ class EncoderNetworkMixin:
 
     def _build_encoder(self, n_features, generator, missing=None):
         """The encoder for rows of ``n_features`` columns, behind ``missing`` (a
-        :class:`~._missing.MissingValues` layer) when the rows have missing values."""
+        :class:`~._missing.MissingValues` layer) if given."""
         width = n_features if missing is None else missing.n_outputs
         encoder = build_encoder(width, self.hidden_sizes, self.embedding_dim, self.architecture,
                                 generator)

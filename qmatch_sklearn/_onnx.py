@@ -1,26 +1,8 @@
 """ONNX export: the library's estimators as skl2onnx converters, and ``to_onnx`` (issue #33).
 
-A fitted estimator's prediction is one torch module (``_serving.py``);
-``torch.onnx.export`` writes it as an ONNX graph, and the converters registered here
-splice that graph into the one skl2onnx builds for a whole ``Pipeline``. The
-exported file is plain ONNX (opset 18 or later): ONNX Runtime serves it, in any
-language it has bindings for, without Python, torch or this library.
-
-What converts: every encoder (``transform``, with ``passthrough`` and the missing
-values layer: NaN in, the same output), ``QMatchClassifier`` and
-``SupervisedMLPClassifier`` (label and probabilities, the closed-form head's trees
-included), ``QMatchRegressor`` and ``SupervisedMLPRegressor``; float32 or float64
-rows of numeric columns, and native categorical columns (string or numeric inputs,
-one-hot encoded in the graph as ``predict`` encodes them). What does not: sparse
-input. The graph does not check its input as ``predict`` does: where
-``predict`` refuses a value (infinity), the graph computes with it. NaN is read as
-``predict`` reads it, by an estimator fitted with missing values or without.
-scikit-learn's ``QuantileTransformer`` converts with a converter of its own
-(``_quantile_graph.py``), registered in place of skl2onnx's, which maps tied values
-elsewhere. ``to_onnx`` runs the graph on the sample rows and refuses an export that differs
-from the fitted model, naming the first step whose converter does not reproduce it
-(``parity_tolerance``). Needs the ``[onnx]`` extra: onnx, onnxruntime, onnxscript,
-skl2onnx.
+The converters splice ``torch.onnx.export``'s graph of the prediction module (``_serving.py``)
+into skl2onnx's graph of a whole ``Pipeline``. Sparse input does not convert, and the graph
+does not check its input as ``predict`` does. Needs the ``[onnx]`` extra.
 """
 
 import copy
@@ -40,10 +22,7 @@ MIN_OPSET = 18
 
 
 def serving_module(estimator):
-    """The fitted ``estimator``'s ``transform``, ``predict_proba`` or ``predict`` as
-    one torch module on the CPU (see ``_serving.py``) of the network's input
-    columns (a categorical column's one-hot block in its place, which the
-    converter builds: :func:`_network_rows`)."""
+    """The fitted ``estimator``'s prediction as one torch module on the CPU."""
     from ._head import _head_input
 
     check_is_fitted(estimator)
@@ -60,17 +39,14 @@ def serving_module(estimator):
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
-    """The ONNX ``ModelProto`` of :func:`serving_module`, with one input ``X``
-    (rows x the network's input columns, of ``dtype``) and the output ``Y`` (a
-    classifier's: the logits ``L`` and the probabilities ``Y``)."""
+    """The ONNX ``ModelProto`` of :func:`serving_module`: ``X`` in, ``Y`` (and ``L``) out."""
     outputs = ["L", "Y"] if _kind(estimator) == "classifier" else ["Y"]
     return _export_module(serving_module(estimator), estimator._table_input.n_inputs, dtype, opset,
                           outputs)
 
 
 def _export_module(module, n_features, dtype, opset, output_names):
-    """The ONNX ``ModelProto`` of the torch ``module`` of rows x ``n_features`` of ``dtype``
-    (input ``X``, any number of rows), its outputs named ``output_names``."""
+    """The ONNX ``ModelProto`` of ``module`` on rows x ``n_features`` of ``dtype`` (input ``X``)."""
     if opset < MIN_OPSET:
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
@@ -90,17 +66,14 @@ def _kind(estimator):
 
 
 def _integer_labels(classes):
-    """Whether skl2onnx writes these classes as int64 labels: integers, booleans and
-    integral floats (its convention); other classes become strings."""
+    """Whether skl2onnx writes these classes as int64 labels (else as strings)."""
     if classes.dtype.kind in "iub":
         return True
     return classes.dtype.kind == "f" and bool(np.all(np.mod(classes, 1) == 0))
 
 
 def _double_input(operator):
-    """Whether the graph reads the rows in float64: unless every input is float32 (an
-    integer column read in float32 would lose digits beyond 2^24 that ``predict``,
-    which reads it as float64, keeps)."""
+    """Whether the graph reads float64 rows: unless every input is float32 (exact integers)."""
     from skl2onnx.common.data_types import FloatTensorType
 
     return not all(isinstance(variable.type, FloatTensorType) for variable in operator.inputs)
@@ -137,12 +110,7 @@ def _node(scope, container, prefix, op_type, inputs, **attributes):
 
 
 def _network_rows(scope, operator, container, to, prefix):
-    """The rows as one tensor of type ``to``, as the network reads them before the
-    numeric map: a DataFrame gives skl2onnx one input per column (integer and
-    string columns included), an array one input ``X``; a categorical column of
-    the estimator (``is_categorical_``) becomes its one-hot block, a missing or
-    unseen category a block of zeros, as ``predict`` encodes it. The name of the
-    tensor."""
+    """The name of the rows as one tensor of type ``to``, categorical columns one-hot."""
     from onnx import TensorProto
     from skl2onnx.common.data_types import StringTensorType
 
@@ -176,9 +144,7 @@ def _constant(scope, container, prefix, data_type, shape, values):
 
 
 def _one_hot(scope, container, prefix, column, is_string, categories):
-    """The one-hot block (rows x categories, booleans) of the column ``column``: a
-    string column through ONNX-ML's ``LabelEncoder`` to its category's index
-    (-1: missing or unseen), a numeric one compared with the categories."""
+    """The one-hot block of ``column``; a missing or unseen category gives zeros."""
     from onnx import TensorProto
 
     indices = np.arange(len(categories))
@@ -198,10 +164,7 @@ def _one_hot(scope, container, prefix, column, is_string, categories):
 
 
 def _splice(scope, operator, container, graph, to):
-    """Add the nodes and initializers of ``graph`` (a torch export with input ``X``)
-    to ``container``, ``X`` being the operator's rows (:func:`_network_rows`);
-    returns the function that renames the graph's names (its outputs') as they
-    are in ``container``."""
+    """Add ``graph`` to ``container``; returns the renaming of its names there."""
     from onnx import helper, numpy_helper
 
     prefix = scope.get_unique_variable_name(f"{operator.full_name}_")
@@ -267,8 +230,7 @@ def _converter(scope, operator, container):
 
 
 def _quantile_shape(operator):
-    """A ``QuantileTransformer``'s output: one column per fitted column, float32
-    where every input is float32, float64 otherwise (as its graph computes)."""
+    """A ``QuantileTransformer``'s output: one column per fitted column, float32 or 64."""
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 
     tensor = DoubleTensorType if _double_input(operator) else FloatTensorType
@@ -277,9 +239,7 @@ def _quantile_shape(operator):
 
 
 def _quantile_converter(scope, operator, container):
-    """scikit-learn's ``QuantileTransformer`` as :class:`~._quantile_graph.QuantileMap`
-    computes it (skl2onnx's own converter maps tied values elsewhere and has no
-    normal output)."""
+    """``QuantileTransformer`` as :class:`~._quantile_graph.QuantileMap` computes it."""
     from onnx import TensorProto
 
     transformer = operator.raw_operator
@@ -294,10 +254,10 @@ def _quantile_converter(scope, operator, container):
 
 
 def register_onnx_converters():
-    """Register skl2onnx converters for every estimator of the library, so that
-    ``skl2onnx.to_onnx`` converts them inside any ``Pipeline``, and for scikit-learn's
-    ``QuantileTransformer`` in place of skl2onnx's (:func:`_quantile_converter`).
-    Idempotent."""
+    """Register skl2onnx converters for the library's estimators and ``QuantileTransformer``.
+
+    ``skl2onnx.to_onnx`` then converts them inside any ``Pipeline``. Idempotent.
+    """
     from skl2onnx import update_registered_converter
     from sklearn.preprocessing import QuantileTransformer
 
@@ -316,11 +276,9 @@ def register_onnx_converters():
                                     _converter, options=options)
 
 
-#: The largest difference allowed between the exported graph's outputs and the fitted
-#: model's on the sample rows (absolute, and relative to the output's size) by default.
+#: Default largest difference between the graph's and the fitted model's outputs.
 PARITY_TOLERANCE = 1e-4
-#: Perturbed copies of the sample rows the parity check also runs: numeric columns moved
-#: by these fractions of their spread in the sample.
+#: The parity check's perturbed copies: numeric columns moved by these fractions of spread.
 PERTURBATIONS = (0.01, 0.1)
 #: Sample rows the parity check runs at most.
 PARITY_ROWS = 256
@@ -329,43 +287,29 @@ PARITY_ROWS = 256
 def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
     """Convert a fitted estimator of the library, or a ``Pipeline`` holding some, to ONNX.
 
-    Registers the library's converters (:func:`register_onnx_converters`), then
-    calls ``skl2onnx.to_onnx(model, X, **options)``: the input type is taken from
-    ``X`` (a few rows of float32 or float64 numbers), the target opset is
-    skl2onnx's latest unless ``target_opset`` says otherwise (18 at least).
-    Classifiers output their label and, as an array of shape (rows, classes),
-    their probabilities (``options={id(classifier): {"zipmap": False}}`` is the
-    default here: a tensor serves better than skl2onnx's list of dicts).
+    Registers the converters (:func:`register_onnx_converters`) and calls
+    ``skl2onnx.to_onnx(model, X, **options)`` (target opset 18 at least). Classifiers
+    output their label and their probabilities as a (rows, classes) array (no zipmap).
 
     Parameters
     ----------
     model : estimator or Pipeline
         Fitted.
     X : ndarray or DataFrame of shape (n_samples, n_features)
-        Sample rows: their type, width and column names give the graph's
-        inputs, and the graph is checked on them. A DataFrame with string
-        column names gives the graph one input per column (its columns must be
-        those the model was fitted on, in their order): numbers, or strings
-        for a string, object or category column (feed a missing category as
-        any string that is not one of the column's categories); any other
-        sample, one input ``X``.
+        Sample rows: they give the graph's inputs, and the graph is checked on
+        them. A DataFrame with string column names (the fitted columns, in order)
+        gives one input per column (numbers, or strings); else one input ``X``.
     parity_tolerance : float or None, default=1e-4
-        The exported graph is run in ONNX Runtime on the sample rows (at most
-        256) and on copies of them with their numeric columns moved a little,
-        and the export is refused, naming the first step of a ``Pipeline``
-        whose graph disagrees, where an output (probabilities, predictions,
-        embeddings) differs from the fitted model's by more than this
-        (absolute, or relative to its size): a converter that does not
-        reproduce its step exports no silently different model. None skips
-        the check.
+        The export is refused, naming the first step whose graph disagrees, where
+        an output differs from the fitted model's by more than this (absolute, or
+        relative) on the sample rows or perturbed copies. None skips the check.
     **options
         Passed to ``skl2onnx.to_onnx`` (``target_opset``, ``options``, ...).
 
     Returns
     -------
     onnx.ModelProto
-        The model; ``onnx.save(model, path)`` writes it, and
-        ``onnxruntime.InferenceSession(model.SerializeToString())`` runs it.
+        The model; ``onnx.save(model, path)`` writes it.
     """
     import skl2onnx
 
@@ -385,8 +329,6 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
         )
     names = getattr(model, "feature_names_in_", None)
     if isinstance(X, pd.DataFrame) and names is not None and list(X.columns) != list(names):
-        # the graph reads its inputs in the sample's order: fed by name, values would
-        # land in other columns' places
         raise ValueError(
             f"to_onnx: the sample's columns {list(X.columns)} are not the columns the model "
             f"was fitted on, in their order: {list(names)}. Pass X[{list(names)}]."
@@ -408,12 +350,10 @@ def to_onnx(model, X, *, parity_tolerance=PARITY_TOLERANCE, **options):
 
 
 def _perturbed(sample):
-    """``sample`` and copies of it with each float column moved by a fraction
-    (:data:`PERTURBATIONS`) of its spread, seeded: rows the graph must also
-    reproduce, beyond the ties and round values of the sample itself."""
+    """``sample`` and seeded copies with its float columns moved (:data:`PERTURBATIONS`)."""
     rng = np.random.default_rng(0)
 
-    def moved(values, fraction):  # a float column, or an array of them
+    def moved(values, fraction):
         spread = np.nanstd(values, axis=0) if np.isfinite(values).any() else 0.0
         noise = rng.normal(size=values.shape) * fraction * np.nan_to_num(spread)
         return (values + noise).astype(values.dtype)
@@ -439,9 +379,7 @@ def _session(onnx_model):
 
 
 def _unfrozen(model):
-    """``model`` with every ``FrozenEstimator`` (the model itself, or a step of a
-    ``Pipeline``) replaced by the fitted estimator it wraps, which predicts the
-    same and which skl2onnx converts (it has no converter for the wrapper)."""
+    """``model`` with each ``FrozenEstimator`` unwrapped: skl2onnx converts no wrapper."""
     from sklearn.frozen import FrozenEstimator
     from sklearn.pipeline import Pipeline
 
@@ -452,15 +390,12 @@ def _unfrozen(model):
     return model
 
 
-#: The string ``to_onnx``'s check feeds the graph for a missing category: no
-#: category of any column (a string column can hold "", which a user might feed).
+#: What the parity check feeds for a missing category: no column's category (unlike "").
 MISSING_CATEGORY = "\x00missing"
 
 
 def _as_graph_inputs(rows):
-    """``rows`` as the graph reads them: a DataFrame's non-numeric columns as
-    strings, a missing value as :data:`MISSING_CATEGORY` (no category, as
-    ``predict`` reads a missing one)."""
+    """``rows`` as the graph reads them (missing categories: :data:`MISSING_CATEGORY`)."""
     if not isinstance(rows, pd.DataFrame):
         return rows
     rows = rows.copy()
@@ -472,13 +407,11 @@ def _as_graph_inputs(rows):
 
 
 def _graph_outputs(session, rows):
-    """What the ONNX Runtime ``session`` computes for ``rows`` (fed as ``to_onnx``'s
-    sample was)."""
+    """What ``session`` computes for ``rows``, fed as ``to_onnx``'s sample was."""
     inputs = session.get_inputs()
     if isinstance(rows, pd.DataFrame):
         rows = _as_graph_inputs(rows)
-        # in the columns' order: skl2onnx names an input after its column, made a valid
-        # name ("mean radius" becomes "mean_radius")
+        # in the columns' order: skl2onnx renames inputs ("mean radius": "mean_radius")
         feeds = {i.name: rows[[column]].to_numpy()
                  for i, column in zip(inputs, rows.columns, strict=True)}
     else:
@@ -496,8 +429,7 @@ def _fitted_outputs(model, rows):
 
 
 def _disagreement(model, session, rows):
-    """The largest difference, scaled by ``1 + |expected|``, between the last output
-    of the graph in ``session`` and the fitted model's on ``rows``."""
+    """The largest difference over ``1 + |expected|`` between graph and model on ``rows``."""
     expected = _fitted_outputs(model, rows)
     outputs = _graph_outputs(session, rows)
     if hasattr(model, "predict_proba") and len(outputs) > 2:  # zipmap="columns"
@@ -507,15 +439,13 @@ def _disagreement(model, session, rows):
     else:
         graph = outputs[-1]
     graph = np.asarray(graph, dtype=np.float64).reshape(expected.shape)
-    if np.any(np.isnan(graph) != np.isnan(expected)):  # NaN on one side only: no agreement
+    if np.any(np.isnan(graph) != np.isnan(expected)):
         return np.inf
     return float(np.nanmax(np.abs(graph - expected) / (1.0 + np.abs(expected)), initial=0.0))
 
 
 def _check_parity(model, onnx_model, sample, tolerance):
-    """Refuse the export (ValueError naming the first step of ``model`` whose graph
-    disagrees) when the graph's outputs differ from the fitted model's by more than
-    ``tolerance`` on the sample rows or their perturbed copies."""
+    """Refuse the export past ``tolerance``, naming the first step whose graph disagrees."""
     import skl2onnx
     from sklearn.pipeline import Pipeline
 
@@ -526,7 +456,7 @@ def _check_parity(model, onnx_model, sample, tolerance):
         return
     steps = model.steps if isinstance(model, Pipeline) else [(type(model).__name__, model)]
     culprit = steps[-1]
-    for end in range(1, len(steps)):  # the first prefix whose graph disagrees
+    for end in range(1, len(steps)):
         prefix = Pipeline(steps[:end])
         session = _session(skl2onnx.to_onnx(_unfrozen(prefix), _as_graph_inputs(sample[:1])))
         if max(_disagreement(prefix, session, r) for r in rows) > tolerance:

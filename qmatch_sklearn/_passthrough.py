@@ -1,12 +1,8 @@
 """``passthrough=True``: the input features beside the embedding, on one footing.
 
-A linear model on ``[x, z]`` (a downstream logistic regression, or the head of a
-``QMatchClassifier``) penalises every weight alike, so the scale of each block
-decides which one it leans on. The embedding's scale is whatever pretraining
-left; on the few-label suite an unscaled ``z`` drowned ``x`` (attrition: 81.7%
-against 83.9% for logistic regression on ``x`` alone). The embedding block is
-therefore standardised with its mean and deviation over the fit rows and
-scaled so that its total variance equals that of the input block:
+A linear model on ``[x, z]`` penalises every weight alike, so each block's scale decides which
+one it leans on; the embedding block is therefore standardised over the fit rows and scaled so
+that its total variance equals the input block's:
 
     z_balanced = (z - mean(z)) / std(z) * sqrt(sum_j var(x_j) / embedding_dim)
 """
@@ -20,8 +16,7 @@ from torch import nn
 
 
 def column_variances(X):
-    """Per-column variances of dense or CSR ``X`` (no NaN), in float64, without a
-    dense copy of a sparse ``X``."""
+    """Per-column float64 variances of dense or CSR ``X`` (no NaN), without densifying it."""
     if sp.issparse(X):
         mean = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
         squares = np.asarray(X.multiply(X).mean(axis=0, dtype=np.float64)).ravel()
@@ -30,9 +25,8 @@ def column_variances(X):
 
 
 def embedding_balance(inputs, Z):
-    """``(mean, scale)`` with ``(Z - mean) * scale`` standardised per column and
-    of total variance ``sum_j var(inputs_j)`` (the module docstring's formula),
-    from the rows ``inputs`` and their embeddings ``Z``."""
+    """``(mean, scale)`` making ``(Z - mean) * scale`` the module docstring's z_balanced, from
+    the rows ``inputs`` and their embeddings ``Z``."""
     Z = np.asarray(Z, dtype=np.float64)
     std = Z.std(axis=0)
     std = np.where(std > 1e-12, std, 1.0)
@@ -46,11 +40,9 @@ def balanced(Z, mean, scale):
 
 
 class WithInput(nn.Module):
-    """``x -> [x, (encoder(x) - mean) * scale]``: the head of a classifier whose
-    encoder has ``passthrough=True`` sees what that encoder's ``transform``
-    returns. With ``missing`` (the encoder's
-    :class:`~._missing.MissingValues` layer) the filled features and their
-    missing indicators stand for ``x``."""
+    """``x -> [x, (encoder(x) - mean) * scale]``: a ``passthrough=True`` encoder's ``transform``,
+    for a classifier's head. With ``missing`` (a :class:`~._missing.MissingValues` layer) the
+    filled features and their missing indicators stand for ``x``."""
 
     def __init__(self, encoder, mean, scale, missing=None):
         super().__init__()

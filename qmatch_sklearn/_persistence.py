@@ -1,15 +1,7 @@
 """Saving fitted estimators: the state that pickle, joblib and skops read, and a pickle-free file.
 
-Every path goes through one state. ``__getstate__`` turns the trained network
-into its ``state_dict`` as plain NumPy arrays; ``__setstate__`` rebuilds an
-untrained network from the estimator's own parameters and copies those arrays
-in. Nothing read from a file is ever handed to ``torch.load``, so a tampered
-file can at worst fail to load (pickle itself still runs code; skops and
-:func:`load` do not).
-
-:func:`save` writes that state as one safetensors file: the weights as
-tensors, everything else as a JSON document in the file's header.
-:func:`load` rebuilds only this library's estimators from it.
+The network is stored as NumPy arrays, never read with ``torch.load``; :func:`save` writes
+the state as one safetensors file (weights as tensors, the rest as JSON in its header).
 """
 
 import json
@@ -36,12 +28,10 @@ from ._warnings import warn
 
 #: State key of the library version that wrote a pickle (or a :func:`save` file).
 VERSION_KEY = "_qmatch_sklearn_version"
-#: The safetensors header entry that marks a :func:`save` file, and its layout version,
-#: the only one :func:`load` reads.
+#: The header entry that marks a :func:`save` file, and the one layout version :func:`load` reads.
 FORMAT_NAME = "qmatch_sklearn"
 FORMAT_VERSION = 2
-#: Numeric attribute arrays from this many elements on are stored as tensors, not in
-#: the JSON header (e.g. a classifier's boosted trees: safetensors caps the header).
+#: Numeric arrays this large are stored as tensors: safetensors caps the JSON header's size.
 TENSOR_MIN_SIZE = 1024
 #: dtype kinds of weights: bool, signed and unsigned integers, floats.
 NUMERIC_KINDS = "biuf"
@@ -52,33 +42,20 @@ class InconsistentVersionWarning(UserWarning):
 
 
 class PersistenceMixin:
-    """State hooks for pickle, joblib, skops and :func:`save`: portable, and safe to read.
-
-    ``network_`` is stored as its ``state_dict`` in NumPy arrays (on the CPU,
-    exact values), ``_table_input`` as a dict of its attributes and ``history_``
-    as a plain list of dicts. On load the
-    network is rebuilt untrained from the estimator's parameters and fitted
-    attributes (``_network_skeleton``), the arrays are copied in, and it moves
-    to the device that exists at load time: a model trained on CUDA loads on a
-    CPU-only machine (with a warning). Only fitted weights are kept, never
-    optimiser state.
-    """
+    """State hooks for pickle, joblib, skops and :func:`save`: portable, and safe to read;
+    ``network_`` is rebuilt on load (``_network_skeleton``) on the device that exists then."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # a public estimator writes its own __init__; the shared bases, and classes of
-        # other packages (a user's subclass), are not files' to name
         if "__init__" in vars(cls) and cls.__module__.startswith(f"{__package__}."):
             _LOADABLE[cls.__name__] = cls
 
     def _network_skeleton(self):  # pragma: no cover - abstract
-        """An untrained module shaped like ``network_``, built from parameters and
-        fitted attributes only."""
+        """An untrained module shaped like ``network_``, from parameters and fitted attributes."""
         raise NotImplementedError
 
     def _stored_network(self, network):
-        """The part of ``network`` whose weights this estimator's state holds:
-        all of it, unless a nested estimator already stores a part."""
+        """The part of ``network`` this state holds (a nested estimator may store the rest)."""
         return network
 
     def __getstate__(self):
@@ -139,9 +116,7 @@ def _tensors_from_arrays(weights, owner):
     return {name: torch.from_numpy(array) for name, array in weights.items()}
 
 
-#: The classes :func:`load` rebuilds, by name: FrozenEstimator (around one of ours),
-#: and every public estimator of the library, which registers itself when its class is
-#: defined (:meth:`PersistenceMixin.__init_subclass__`), so this module needs to know none.
+#: The classes :func:`load` rebuilds, by name (see :meth:`PersistenceMixin.__init_subclass__`).
 _LOADABLE = {"FrozenEstimator": FrozenEstimator}
 
 
@@ -154,7 +129,7 @@ class _Writer:
 
     def __init__(self):
         self.tensors = {}
-        self._paths = {}  # id of an estimator already written -> its path
+        self._paths = {}
 
     def estimator(self, estimator, path):
         if id(estimator) in self._paths:  # e.g. encoder=FrozenEstimator(e), the same as encoder_
@@ -170,7 +145,7 @@ class _Writer:
             )
         self._paths[id(estimator)] = path
         state = dict(estimator.__getstate__())  # a copy: object's is the instance's own
-        state.pop(VERSION_KEY, None)  # written once, at the top of the file
+        state.pop(VERSION_KEY, None)
         weights = state.pop("network_", None)
         params = {
             key: self.value(state.pop(key), _join(path, key))
@@ -282,11 +257,10 @@ class _Reader:
     def __init__(self, tensors, version):
         self.tensors = tensors
         self.version = version
-        self._built = {}  # path -> estimator already rebuilt
+        self._built = {}
 
     def estimator(self, node, path):
-        """The estimator that ``node`` describes, once everything about it is checked
-        (``_file_schema.py``)."""
+        """The estimator ``node`` describes, once all of it is checked (``_file_schema.py``)."""
         def field(name):
             return _join(path, name)
 
@@ -317,7 +291,6 @@ class _Reader:
         except Refused:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
-            # a check that met a value of a kind it did not expect: refused all the same
             raise Refused(path or "the top", f"{type(error).__name__}: {error}") from None
         state = {**params, **attributes}
         if issubclass(cls, PersistenceMixin):
@@ -397,29 +370,21 @@ class _Reader:
 def save(estimator, path):
     """Write an estimator of qmatch_sklearn to a file that loads without running code.
 
-    The file is a safetensors file: the network weights are its tensors, and
-    a JSON document in its header holds the rest (class name, parameters,
-    fitted attributes, library version). Estimators nested in it (a
-    classifier's ``encoder``, ``FrozenEstimator(encoder)``) are saved with
-    it. Unfitted estimators are saved too (parameters only). Use
-    :func:`load` to read it back.
+    A safetensors file, with nested estimators; an unfitted one holds parameters only.
 
     Parameters
     ----------
     estimator : estimator
         An estimator of this library (fitted or not), or a
-        :class:`~sklearn.frozen.FrozenEstimator` around one. A Pipeline is
-        not: save it with joblib or skops (see the user guide).
+        :class:`~sklearn.frozen.FrozenEstimator` around one; not a Pipeline.
     path : str or path-like
         The file to write (e.g. ``"model.safetensors"``); it is overwritten.
 
     Raises
     ------
     TypeError
-        If ``estimator`` or one of its attributes is of a type this format
-        does not store (e.g. ``architecture`` set to a network of your own:
-        the file holds no code); the message names the attribute and its
-        type.
+        If ``estimator`` or an attribute has a type the file cannot store (e.g.
+        a network of your own: the file holds no code); the message names it.
 
     See Also
     --------
@@ -453,12 +418,7 @@ def save(estimator, path):
 def load(path):
     """Read an estimator written by :func:`save`; no code from the file runs.
 
-    Only this library's estimator classes (and
-    :class:`~sklearn.frozen.FrozenEstimator`) are rebuilt, through the same
-    ``__setstate__`` as unpickling: the network moves to the device that
-    exists now (CUDA falls back to the CPU with a warning), and a file written
-    by another version of qmatch_sklearn warns with
-    :class:`InconsistentVersionWarning`.
+    Another version's file warns with :class:`InconsistentVersionWarning`.
 
     Parameters
     ----------
@@ -468,19 +428,14 @@ def load(path):
     Returns
     -------
     estimator : estimator
-        The estimator, with identical ``transform``, ``predict`` and
-        ``predict_proba`` outputs on the same device.
+        The estimator, with identical outputs on the same device.
 
     Raises
     ------
     ValueError
-        If the file is not a qmatch_sklearn file, names a class other than
-        the library's estimators, or holds anything such an estimator does
-        not: an unknown or out-of-range parameter, an unknown fitted
-        attribute or one of another type or shape, tensors other than those
-        of the network its parameters describe. The message names the file
-        and the field. Everything is checked before any network is built, so
-        the memory ``load`` uses is bounded by the file's size.
+        If the file is not a qmatch_sklearn file or holds anything the library's
+        estimators do not (class, parameter, attribute, shape or tensor); the
+        message names the field. All is checked before any network is built.
 
     See Also
     --------

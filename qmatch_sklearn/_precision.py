@@ -1,15 +1,9 @@
 """Mixed precision: the ``precision`` parameter, with Lightning's names.
 
-``"32-true"`` trains in float32. ``"bf16-mixed"`` runs the networks' forward
-passes under bfloat16 autocast, ``"16-mixed"`` under float16 autocast with a
-gradient scaler (CUDA only). Weights, losses, the softmax over the queue, the
-EMA teacher and the queue stay float32 (the engine casts a forward pass's
-outputs to float32 before the loss), and inference (``transform``,
-``predict``) runs in float32. ``"auto"`` picks bf16 only where it trained
-faster than float32: on CPUs with Intel AMX or AVX512-BF16; elsewhere float32.
-On a GPU (an NVIDIA H200) the default network and the paper's trained at 0.86
-and 0.89 times float32's speed under bf16 autocast, their steps bound by kernel
-launches rather than by multiplications, so "auto" keeps float32 on CUDA.
+``"bf16-mixed"`` and ``"16-mixed"`` (CUDA, with a gradient scaler) run forward passes under
+autocast; weights, losses, teacher, queue and inference stay float32. ``"auto"`` picks bf16
+only where it trained faster, on CPUs with AMX or AVX512-BF16 (not on CUDA): measured in
+benchmarks/results/precision.md and precision_cuda.md.
 """
 
 import contextlib
@@ -24,9 +18,7 @@ _AUTOCAST_DTYPES = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
 def check_float32_default(caller):
-    """Raise a ValueError naming ``caller`` when torch's default dtype is not
-    float32: the networks' layers are built in the default dtype, and in
-    float64 they neither take the float32 rows nor load float32 weights."""
+    """Raise a ValueError naming ``caller`` unless torch's default dtype is float32."""
     if torch.get_default_dtype() != torch.float32:
         raise ValueError(
             f"{caller} builds and runs float32 networks, but torch's default dtype is "
@@ -37,8 +29,7 @@ def check_float32_default(caller):
 
 @functools.cache
 def cpu_has_fast_bf16():
-    """Whether this CPU has bf16 matrix units (Intel AMX, or AVX512-BF16): read
-    from ``/proc/cpuinfo``'s flags (False where there is none)."""
+    """Whether this CPU has bf16 matrix units (AMX, AVX512-BF16), from ``/proc/cpuinfo``."""
     try:
         with open("/proc/cpuinfo") as info:
             flags = next((line for line in info if line.startswith("flags")), "").split()
@@ -52,13 +43,7 @@ def _device_type(device):
 
 
 def resolve_precision(precision, device):
-    """The precision training runs in on ``device`` (``precision_``).
-
-    Raises a ValueError for ``"16-mixed"`` off CUDA and for ``"bf16-mixed"``
-    where autocast cannot run it (MPS, or a CUDA device without bf16); warns
-    that ``"bf16-mixed"`` on a CPU without bf16 matrix units runs, but slower
-    than float32.
-    """
+    """The precision training runs in on ``device``; raises where the device cannot."""
     kind = _device_type(device)
     if precision == "auto":
         return "bf16-mixed" if kind == "cpu" and cpu_has_fast_bf16() else "32-true"

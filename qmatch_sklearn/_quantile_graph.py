@@ -1,29 +1,12 @@
 """scikit-learn's ``QuantileTransformer.transform`` as a torch module that exports to ONNX.
 
-skl2onnx's own converter maps tied values (a pixel that is 0 in most rows) to
-another quantile than scikit-learn does and has no ``output_distribution="normal"``
-(issue #57). This module computes what ``QuantileTransformer._transform_col``
-computes, column by column, with operations that ONNX has:
-
-- the uniform value is the mean of two linear interpolations of the column's
-  quantiles against the references (``numpy.interp``), one ascending and one
-  descending, so that a value tied over several quantiles lands in their middle;
-  ``numpy.interp`` finds the last quantile at most the value, here by counting
-  the quantiles at most the value (no ONNX operator searches a sorted array);
-- values at the ends (``uniform``: equal to the first or last quantile;
-  ``normal``: within ``BOUNDS_THRESHOLD`` of them, beyond them included) map to 0
-  and 1; NaN stays NaN;
-- ``normal`` then applies the inverse of the standard normal distribution
-  function, clipped as scikit-learn clips it. ONNX has no inverse error
-  function: it is Acklam's rational approximation (P. J. Acklam, 2003, "An
-  algorithm for computing the inverse normal cumulative distribution
-  function"; relative error below 1.2e-9 over the clipped range).
-
-It computes in float64 whatever the input type, as scikit-learn does, and
-rounds where scikit-learn rounds to the input's type (the comparisons with
-``BOUNDS_THRESHOLD``, the uniform values written back into the rows), so that
-float32 rows map as scikit-learn maps them. Memory: one comparison per row, column and
-quantile (rows x columns x ``n_quantiles`` booleans).
+skl2onnx's converter maps tied values elsewhere and has no ``output_distribution="normal"``
+(issue #57). This computes ``QuantileTransformer._transform_col`` with ONNX operations: the
+mean of an ascending and a descending ``numpy.interp`` (ties land in the middle), found by
+counting quantiles (no ONNX operator searches a sorted array); the ends map to 0 and 1; for
+``normal``, Acklam's inverse normal approximation (P. J. Acklam, 2003, "An algorithm for
+computing the inverse normal cumulative distribution function"; relative error < 1.2e-9).
+It rounds where scikit-learn rounds to the input's type. Memory: rows x columns x quantiles.
 """
 
 import numpy as np
@@ -32,8 +15,7 @@ from scipy import stats
 
 #: scikit-learn's ``BOUNDS_THRESHOLD`` (``sklearn.preprocessing._data``).
 BOUNDS_THRESHOLD = 1e-7
-#: Acklam's coefficients: the central region's numerator (a) and denominator (b),
-#: the tails' numerator (c) and denominator (d), and where the tails begin.
+#: Acklam's coefficients: central (a/b) and tail (c/d) numerators/denominators; tail start.
 _A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
       1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
 _B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
@@ -46,8 +28,7 @@ _TAIL = 0.02425
 
 
 def _constant(value, like):
-    """``value`` as a tensor of ``like``'s type: a Python number in an exported graph
-    may become a float32 constant, which a float64 computation must not read."""
+    """``value`` in ``like``'s dtype: a Python number may export as a float32 constant."""
     return torch.tensor(value, dtype=like.dtype)
 
 
@@ -60,8 +41,7 @@ def _polynomial(coefficients, x):
 
 
 def normal_quantile(p):
-    """The standard normal distribution's quantile function at ``p`` in (0, 1)
-    (float64), by Acklam's approximation."""
+    """The standard normal quantile function at ``p`` in (0, 1) (float64), by Acklam."""
     half = _constant(0.5, p)
     central = p - half
     r = central * central
@@ -74,8 +54,7 @@ def normal_quantile(p):
 
 
 def _interp(x, xp, fp):
-    """``numpy.interp(x[:, j], xp[:, j], fp)`` for every column j: ``x`` (rows,
-    columns), ``xp`` (points, columns) non-decreasing, ``fp`` (points,)."""
+    """``numpy.interp(x[:, j], xp[:, j], fp)`` for every column j (``xp`` non-decreasing)."""
     below = (xp.unsqueeze(0) <= x.unsqueeze(1)).sum(dim=1)  # quantiles at most x
     last = xp.shape[0] - 1
     i = torch.clamp(below - 1, 0, last - 1)

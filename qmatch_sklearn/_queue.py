@@ -8,23 +8,14 @@ from torch.nn import functional as F
 class EmbeddingQueue(nn.Module):
     """A fixed-size FIFO of L2-normalised embeddings, stored as a buffer.
 
-    It starts as random unit vectors and, after each optimisation step, the
-    batch's teacher embeddings replace the oldest rows (the Q-Match paper,
-    Algorithm 1). The buffer is a ring at a fixed address, as MoCo's
-    ``_dequeue_and_enqueue`` keeps it: a push writes over the oldest rows in
-    place (a new tensor every step would rule out a captured CUDA graph), and
-    ``head`` (a tensor, read by no host code) is the row of the newest entry.
-    The loss reads every row alike, so the rows' order in the buffer does not
-    matter; in FIFO order (newest first) they are
-    ``embeddings.roll(-int(head), 0)``, which holds exactly the rows of a FIFO
-    that put each batch on top and dropped the bottom.
+    Random unit vectors at first; after each step the batch's teacher embeddings replace the
+    oldest rows (the Q-Match paper, Algorithm 1), in a ring at a fixed address (as MoCo's) that
+    a CUDA graph can replay. FIFO order, newest first, is ``embeddings.roll(-int(head), 0)``.
 
     Parameters
     ----------
-    size : int
-        Number of rows K.
-    dim : int
-        Width of the embeddings.
+    size, dim : int
+        Number of rows K and width of the embeddings.
     generator : torch.Generator, optional
         Source of the random initial rows.
     """
@@ -39,8 +30,8 @@ class EmbeddingQueue(nn.Module):
 
     @torch.no_grad()
     def push(self, batch):
-        """Write ``batch`` (rows newest-first) over the oldest rows, in place; a
-        batch of more rows than the queue keeps its first (newest) ones."""
+        """Write ``batch`` (newest first) over the oldest rows, in place; a batch larger than
+        the queue keeps its first (newest) rows."""
         size = len(self.embeddings)
         batch = batch.detach()[:size]
         self.head.sub_(len(batch)).remainder_(size)

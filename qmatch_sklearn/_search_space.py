@@ -14,17 +14,15 @@ def paper_param_grid(method, prefix="", downstream_prefix=None):
     Parameters
     ----------
     method : str
-        A key of :data:`qmatch_sklearn.methods.METHODS` ("qmatch", "vime",
-        "tabnet", "simclr", "simsiam", "dino", "vicreg", "imix") or
-        "supervised" (:class:`SupervisedMLPClassifier`, whose ``lr`` is the
-        downstream learning rate).
+        A key of :data:`qmatch_sklearn.methods.METHODS` ("qmatch", "vime", "tabnet", "simclr",
+        "simsiam", "dino", "vicreg", "imix") or "supervised"
+        (:class:`SupervisedMLPClassifier`, whose ``lr`` is the downstream learning rate).
     prefix : str, default=""
-        Prepended to the encoder's parameter names, e.g. ``"enc__"`` for a Pipeline
-        step or ``"encoder__"`` inside a :class:`QMatchClassifier`.
+        Prepended to the encoder's parameter names, e.g. ``"enc__"`` for a Pipeline step or
+        ``"encoder__"`` inside a :class:`QMatchClassifier`.
     downstream_prefix : str or None, default=None
-        When given, also search the downstream learning rate under
-        ``downstream_prefix + "lr"`` (e.g. "" for the ``QMatchClassifier``
-        itself).
+        When given, also search the downstream learning rate under ``downstream_prefix + "lr"``
+        (e.g. "" for the ``QMatchClassifier`` itself).
 
     Returns
     -------

@@ -5,11 +5,8 @@ from sklearn.utils import check_random_state
 
 
 def draw_seeds(random_state, n):
-    """``n`` independent integer seeds from ``random_state``.
-
-    ``None`` takes fresh OS entropy instead of the global NumPy generator, so
-    fitting never advances a global random state.
-    """
+    """``n`` independent integer seeds from ``random_state`` (None: fresh OS entropy, so
+    fitting never advances the global NumPy state)."""
     if random_state is None:
         sequence = np.random.SeedSequence()
     else:

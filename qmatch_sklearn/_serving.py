@@ -1,14 +1,8 @@
 """A fitted estimator's whole prediction as one torch module, for export (issue #33).
 
-``transform``, ``predict_proba`` and ``predict`` map the numeric columns by
-``center_`` and ``scale_`` in float64 (NumPy), then run the network in float32 (the
-embedding balanced beside the input with ``passthrough``) and the fitted head's
-prediction module (``heads/_prediction.py``: a boosted member's trees, the
-target's units). :func:`_onnx.serving_module` puts the map, the network and that
-same head module into one torch module, so that ``torch.onnx.export`` turns the
-fitted estimator into one plain ONNX graph (``_onnx.py``): the same arithmetic,
-not a re-implementation of the layers. The module reads the rows as the
-estimator's input, numeric columns only, NaN read as ``predict`` reads it.
+The numeric map (float64), the network (float32) and the fitted head's prediction module
+(``heads/_prediction.py``) in one module, which ``torch.onnx.export`` turns into one ONNX
+graph (``_onnx.py``): the same arithmetic as ``predict``, not a re-implementation.
 """
 
 import torch
@@ -18,10 +12,7 @@ from ._scaling import MAX_DEVIATION
 
 
 class Scaled(nn.Module):
-    """``x -> (x - center) / scale`` in float64, clipped to +-``MAX_DEVIATION``, as
-    float32: the numeric map of ``_scaling.py``; with ``fills_missing`` (a network
-    without a missing-values layer) a NaN then becomes 0, as ``predict`` reads it
-    (``TableInput.fill_unseen_missing``)."""
+    """The numeric map of ``_scaling.py``; with ``fills_missing`` a NaN becomes 0."""
 
     def __init__(self, center, scale, fills_missing):
         super().__init__()
@@ -38,10 +29,7 @@ class Scaled(nn.Module):
 
 
 class Classifier(nn.Module):
-    """Rows -> (logits, class probabilities): the network's logits through the
-    fitted head's prediction module (``heads.ClassifierHead``, the module
-    ``predict`` runs), and their softmax. ``predict`` takes the argmax of the
-    first, ``predict_proba`` is the second."""
+    """Rows -> (logits, probabilities), through ``heads.ClassifierHead``."""
 
     def __init__(self, scaled, network, head):
         super().__init__()
@@ -54,8 +42,7 @@ class Classifier(nn.Module):
 
 
 class Regressor(nn.Module):
-    """Rows -> targets in their units (float64), through the fitted head's
-    prediction module (``heads.RegressorHead``, the module ``predict`` runs)."""
+    """Rows -> targets in their units (float64), through ``heads.RegressorHead``."""
 
     def __init__(self, scaled, network, head):
         super().__init__()

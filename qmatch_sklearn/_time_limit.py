@@ -1,12 +1,7 @@
 """``max_time``: a deadline that a fit's training stages read without being handed it.
 
-The one-call estimators pretrain an encoder (its own ``fit``), then fit a head. A
-time limit set on the estimator has to reach the encoder's epoch loop, whoever built
-the encoder, without a parameter on every encoder: the limit lives in a context
-variable for the duration of the estimator's ``fit`` (:func:`time_limit`), the
-engine reads it (:func:`deadline`) and each stage notes whether it ran out
-(:func:`note_if_expired`). Off by default, so that results do not depend on the
-speed of the machine.
+A context variable set during ``fit`` (:func:`time_limit`); off by default, so that results
+do not depend on the machine's speed.
 """
 
 import contextvars
@@ -27,9 +22,8 @@ class Limit:
 
 @contextmanager
 def time_limit(seconds):
-    """Within the block, training stages stop after the epoch that ends past
-    ``seconds`` from now; yields the :class:`Limit` (None: no limit of its own,
-    an enclosing limit stays in force)."""
+    """Within the block, training stops after the epoch that ends past ``seconds`` from now;
+    yields the :class:`Limit` (None: an enclosing limit stays in force)."""
     if seconds is None:
         yield None
         return
@@ -54,8 +48,7 @@ def expired():
 
 
 def note_if_expired(stage):
-    """Record ``stage`` as the one during which the deadline passed, unless an
-    earlier stage was."""
+    """Record ``stage`` as the one during which the deadline passed, unless one was."""
     limit = _LIMIT.get()
     if limit is not None and limit.reached is None and expired():
         limit.reached = stage

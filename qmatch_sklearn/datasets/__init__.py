@@ -1,9 +1,8 @@
 """The paper's datasets (Adult, Cover Type, HIGGS, MNIST) and its train/test splits.
 
-Loaders follow ``sklearn.datasets.fetch_*``: raw files live under a data home
-(:func:`get_data_home`), are checked against SHA-256 hashes on every load and
-are downloaded when missing. :func:`load_paper_split` cuts a loaded dataset
-into the pretext / pretext_val / train / val / test sets of one experiment.
+Loaders follow ``sklearn.datasets.fetch_*``: raw files under :func:`get_data_home`, checked
+against SHA-256 hashes on every load, downloaded when missing. :func:`load_paper_split` cuts a
+dataset into the pretext / pretext_val / train / val / test sets of one experiment.
 """
 
 from ._fetch import ChecksumError, get_data_home

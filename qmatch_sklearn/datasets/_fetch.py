@@ -1,17 +1,8 @@
 """Where the raw dataset files live, how they are checked, and how missing ones are fetched.
 
-Checksum policy
----------------
-A file is accepted when EITHER the SHA-256 of the stored file matches
-``RemoteFile.stored_sha256`` OR the SHA-256 of its decompressed content matches
-``RemoteFile.content_sha256``. Two hashes are needed because the same data
-exists as different ``.gz`` bytes: the project's copies of the data were
-re-written with ``gzip -9 -n`` (``stored_sha256`` is the hash of those files),
-upstream mirrors serve their own ``.gz`` files, and files that upstream serves
-uncompressed are gzipped here on download. The decompressed bytes are the same
-in every case, so ``content_sha256`` (the hash of the data as published)
-pins the data itself. The cheap stored-file hash is tried first; the content is
-only decompressed when it fails.
+A file is accepted when its SHA-256 matches ``RemoteFile.stored_sha256`` (tried first) or that
+of its decompressed content matches ``content_sha256``: the same data exists as different
+``.gz`` bytes (the project's ``gzip -9 -n`` copies, upstream's, those gzipped on download).
 """
 
 import gzip
@@ -30,9 +21,8 @@ _MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 class ChecksumError(OSError):
     """A dataset file does not match any of its known SHA-256 hashes.
 
-    Raised by the loaders (``load_adult`` and the others) for a file on disk
-    or a download whose hash is none of the file's known ones; the message
-    names both. An ``OSError``, as a failed download is.
+    Raised by the loaders for a file on disk or a download; the message names the expected and
+    the actual hashes. An ``OSError``, as a failed download is.
     """
 
 
@@ -45,15 +35,11 @@ class RemoteFile:
     path : str
         Location relative to the data home, e.g. ``"adult/adult.data.gz"``.
     url : str or None
-        Public source. A URL that does not end in ``.gz`` serves the
-        uncompressed file, which is gzipped on download. None: never downloaded.
-    stored_sha256 : str
-        SHA-256 of the stored ``.gz`` file (the shared copy, or upstream's
-        ``.gz`` when no shared copy exists).
-    content_sha256 : str or None
-        SHA-256 of the decompressed content, None where none is published.
+        Public source (gzipped on download unless it ends in ``.gz``); None: never downloaded.
+    stored_sha256, content_sha256 : str
+        SHA-256 of the stored ``.gz`` file and of its decompressed content (None: unpublished).
     note : str
-        Extra advice appended to the "file is missing" message.
+        Appended to the "file is missing" message.
     """
 
     path: str
@@ -93,8 +79,7 @@ FILES = {
             "higgs/higgs_sas_sample_10984.csv.gz may be placed in the data home instead."
         ),
     ),
-    # The README publishes only the md5 of the decompressed sample; this SHA-256 was
-    # computed from the shared copy after checking that md5 (8fd4f7d3...).
+    # SHA-256 of the shared copy, checked against the README's md5 (8fd4f7d3...) of the content.
     "higgs_sample": RemoteFile(
         "higgs/higgs_sas_sample_10984.csv.gz",
         None,
@@ -134,14 +119,13 @@ def get_data_home(data_home=None):
     Parameters
     ----------
     data_home : str or path-like, default=None
-        The folder to use. None: the environment variable ``QMATCH_DATA`` when
-        it is set, else ``~/.cache/qmatch_sklearn``. A leading ``~`` is expanded.
+        The folder to use. None: the environment variable ``QMATCH_DATA`` when it is set,
+        else ``~/.cache/qmatch_sklearn``. A leading ``~`` is expanded.
 
     Returns
     -------
     data_home : str
-        The folder. Files live below it as ``adult/adult.data.gz``,
-        ``covtype/covtype.data.gz``, ``higgs/HIGGS.csv.gz``, ``mnist/...``.
+        The folder, holding e.g. ``adult/adult.data.gz`` and ``higgs/HIGGS.csv.gz``.
 
     Examples
     --------
@@ -199,8 +183,7 @@ def _download(url, destination):
 
 
 def _download_into_place(remote, path):
-    # Download to a temporary file beside the target, so an interrupted or corrupt
-    # download never leaves a file under the canonical name.
+    # to a temporary file beside the target: a failed download never takes the canonical name
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(descriptor)

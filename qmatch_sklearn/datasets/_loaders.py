@@ -35,8 +35,7 @@ HIGGS_FEATURES = [
     *(f"jet_{j}_{part}" for j in range(1, 5) for part in ("pt", "eta", "phi", "btag")),
     "m_jj", "m_jjj", "m_lv", "m_jlv", "m_bb", "m_wbb", "m_wwbb",
 ]
-# The full UCI file has no header and the label first; the shared sample has a header
-# and the label last. Row counts are fixed by the checksums.
+# UCI's file: no header, label first; the sample: a header, label last (checksums fix the counts)
 _HIGGS_LAYOUTS = {
     "higgs": dict(n_rows=11_000_000, label_column=0, header=None),
     "higgs_sample": dict(n_rows=10_984, label_column=-1, header=0),
@@ -94,32 +93,26 @@ def _read_adult_file(path, skiprows):
 def load_adult(*, data_home=None, download_if_missing=True, as_frame=False):
     """Load UCI Adult: adult.data followed by adult.test, 48,842 rows.
 
-    ``data`` is always a pandas DataFrame, whatever ``as_frame`` says: the 8
-    categorical columns hold strings, which a numeric array cannot hold and an
-    object array would hide from ``ColumnTransformer`` dtype selection. Numeric
-    columns are int64, categorical ones ``category`` (categories from both
-    files), and a missing value (``?`` in the files) is NaN.
+    ``data`` is always a DataFrame, so that ``ColumnTransformer`` can select the string columns
+    by dtype: int64 numeric columns, ``category`` ones (categories from both files), NaN for
+    a missing value (``?`` in the files).
 
     Parameters
     ----------
     data_home : str or path-like, default=None
         Folder of the raw files, see :func:`get_data_home`.
     download_if_missing : bool, default=True
-        Download ``adult/adult.data.gz`` and ``adult/adult.test.gz`` from the UCI
-        archive when they are absent; otherwise raise FileNotFoundError.
+        Download the absent ``adult/*.gz`` files from UCI; otherwise raise FileNotFoundError.
     as_frame : bool, default=False
         If True, ``target`` is a pandas Series and ``frame`` holds data and target.
 
     Returns
     -------
     dataset : Bunch
-        ``data`` : DataFrame of shape (48842, 14)
-        ``target`` : ndarray of str (Series if ``as_frame``), ``"<=50K"`` or ``">50K"``
-        ``feature_names`` : the 14 column names, in UCI order
-        ``target_names`` : ``["<=50K", ">50K"]``
-        ``frame`` : DataFrame with the target as column ``income``, or None
-        ``is_test`` : bool ndarray, True for the 16,281 rows of adult.test
-        ``DESCR`` : str
+        ``data`` (DataFrame of shape (48842, 14)); ``target`` (ndarray of str, a Series if
+        ``as_frame``: ``"<=50K"`` or ``">50K"``); ``feature_names`` (UCI order);
+        ``target_names`` (``["<=50K", ">50K"]``); ``frame`` (with the target as column
+        ``income``, or None); ``is_test`` (True for the 16,281 rows of adult.test); ``DESCR``.
 
     Examples
     --------
@@ -142,12 +135,8 @@ def load_adult(*, data_home=None, download_if_missing=True, as_frame=False):
 
 
 def _read_numeric_csv(path, *, n_rows, n_columns, label_column, header):
-    """float32 features and int64 labels of a numeric CSV whose row count is known.
-
-    Each chunk is parsed straight to float32 and copied into arrays allocated
-    once, so the peak memory is the final float32 table plus one chunk, not a
-    float64 table plus the copies that whole-table conversions would make.
-    """
+    """float32 features and int64 labels of a numeric CSV of known row count, parsed by chunks
+    into arrays allocated once: peak memory is the float32 table plus one chunk."""
     label_column %= n_columns
     feature_columns = [column for column in range(n_columns) if column != label_column]
     features = np.empty((n_rows, n_columns - 1), dtype=np.float32)
@@ -178,20 +167,16 @@ def load_covtype(*, data_home=None, download_if_missing=True, as_frame=False):
     data_home : str or path-like, default=None
         Folder of the raw files, see :func:`get_data_home`.
     download_if_missing : bool, default=True
-        Download ``covtype/covtype.data.gz`` from the UCI archive when it is
-        absent; otherwise raise FileNotFoundError.
+        Download ``covtype/covtype.data.gz`` from UCI if absent; else raise FileNotFoundError.
     as_frame : bool, default=False
         If True, ``data`` is a DataFrame, ``target`` a Series and ``frame`` both.
 
     Returns
     -------
     dataset : Bunch
-        ``data`` : float32 ndarray of shape (581012, 54): 10 quantitative
-        columns, then 4 wilderness-area and 40 soil-type 0/1 flags
-        ``target`` : int64 ndarray, the cover type 1..7
-        ``feature_names``, ``frame``, ``DESCR``
-        ``target_names`` : the 7 cover type names; ``target_names[k]`` names class ``k + 1``
-        ``is_test`` : None (the UCI file has no test part)
+        ``data`` (float32, (581012, 54): 10 quantitative columns, then 4 wilderness-area and
+        40 soil-type 0/1 flags); ``target`` (int64, 1..7); ``target_names`` (``[k]`` names
+        class ``k + 1``); ``is_test`` (None: no test part); ``feature_names``, ``frame``, ``DESCR``.
 
     Examples
     --------
@@ -218,29 +203,25 @@ def load_higgs(*, data_home=None, download_if_missing=True, as_frame=False):
     """Load UCI HIGGS: 11,000,000 rows x 28 float32 features, target 0/1.
 
     When ``higgs/HIGGS.csv.gz`` is absent but the 10,984-row sample
-    ``higgs/higgs_sas_sample_10984.csv.gz`` is in the data home, the sample is
-    loaded instead, with a UserWarning: it serves smoke tests, not the paper's
-    protocol (which needs at least 610,000 rows).
+    ``higgs/higgs_sas_sample_10984.csv.gz`` is present, the sample is loaded, with a
+    UserWarning: it serves smoke tests, not the paper's protocol.
 
     Parameters
     ----------
     data_home : str or path-like, default=None
         Folder of the raw files, see :func:`get_data_home`.
     download_if_missing : bool, default=True
-        Download ``higgs/HIGGS.csv.gz`` (2.6 GB) from the UCI archive when
-        neither it nor the sample is present; otherwise raise FileNotFoundError.
+        Download ``higgs/HIGGS.csv.gz`` (2.6 GB) from UCI when neither it nor the sample is
+        present; otherwise raise FileNotFoundError.
     as_frame : bool, default=False
         If True, ``data`` is a DataFrame, ``target`` a Series and ``frame`` both.
 
     Returns
     -------
     dataset : Bunch
-        ``data`` : float32 ndarray of shape (n_samples, 28), features in UCI order
-        (21 low-level, then the 7 high-level masses), unscaled
-        ``target`` : int64 ndarray, 1 for signal, 0 for background
-        ``target_names`` : ``["background", "signal"]``
-        ``feature_names``, ``frame``, ``DESCR``
-        ``is_test`` : None (HIGGS has no separate test file)
+        ``data`` (float32, (n_samples, 28), unscaled, UCI order: 21 low-level, then 7
+        high-level features); ``target`` (int64, 1 signal, 0 background); ``target_names``
+        (``["background", "signal"]``); ``is_test`` (None); ``feature_names``, ``frame``, ``DESCR``.
 
     Examples
     --------
@@ -271,9 +252,7 @@ def _read_idx(path):
     """The uint8 array of a gzipped IDX file (LeCun's MNIST format)."""
     with gzip.open(path, "rb") as stream:
         raw = stream.read()
-    # Magic number: two zero bytes, a type code (0x08 = unsigned byte), the number of
-    # dimensions; then one big-endian int32 per dimension (16-byte header for images,
-    # 8-byte header for labels).
+    # Header: 0, 0, type 0x08 (unsigned byte), n_dims; then a big-endian int32 per dimension.
     if raw[:3] != b"\x00\x00\x08":
         raise ValueError(f"{path} is not an IDX file of unsigned bytes.")
     n_dims = raw[3]
@@ -284,28 +263,23 @@ def _read_idx(path):
 def load_mnist(*, data_home=None, download_if_missing=True, as_frame=False):
     """Load MNIST: 70,000 rows x 784 float32 raw pixel values (0..255), target 0..9.
 
-    The 60,000 training images come first, then the 10,000 t10k images.
-    Pixels are not divided by 255: the paper feeds them raw.
+    The 60,000 training images, then the 10,000 t10k ones; pixels raw, as the paper feeds them.
 
     Parameters
     ----------
     data_home : str or path-like, default=None
         Folder of the raw files, see :func:`get_data_home`.
     download_if_missing : bool, default=True
-        Download the four ``mnist/*-ubyte.gz`` files from a public mirror when
-        absent; otherwise raise FileNotFoundError.
+        Download the absent ``mnist/*-ubyte.gz`` files; otherwise raise FileNotFoundError.
     as_frame : bool, default=False
         If True, ``data`` is a DataFrame, ``target`` a Series and ``frame`` both.
 
     Returns
     -------
     dataset : Bunch
-        ``data`` : float32 ndarray of shape (70000, 784), row-major 28x28 images
-        ``target`` : int64 ndarray, the digit
-        ``feature_names`` : ``pixel_<row>_<column>``
-        ``target_names`` : None (the digit is its own name)
-        ``frame``, ``DESCR``
-        ``is_test`` : bool ndarray, True for the 10,000 t10k rows
+        ``data`` (float32, (70000, 784), row-major 28x28 images); ``target`` (int64, the
+        digit); ``feature_names`` (``pixel_<row>_<column>``); ``target_names`` (None);
+        ``is_test`` (True for the 10,000 t10k rows); ``frame``, ``DESCR``.
 
     Examples
     --------

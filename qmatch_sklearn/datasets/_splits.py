@@ -1,10 +1,8 @@
 """The paper's dataset splits (Appendix, "Datasets and Splits"), one table entry per configuration.
 
-Every split is a range of positions in one seeded permutation of a pool of
-rows. Adult and MNIST keep their original test files as the test set, so their
-pool is the non-test rows; Cover Type and HIGGS have no test file, so their
-pool is every row and the test set is a range of the permutation too (or, for
-Cover Type, every row no other split uses, as in the reference).
+Every split is a range of positions in one seeded permutation of a pool of rows: the non-test
+rows for Adult and MNIST, which test on their original test files; every row for Cover Type and
+HIGGS, whose test set is a range too (or, for Cover Type, the rows left, as in the reference).
 """
 
 from dataclasses import dataclass, replace
@@ -25,12 +23,8 @@ from ._loaders import _DESCR, ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERI
 
 @dataclass(frozen=True)
 class _Config:
-    """One configuration: [start, stop) positions in the permuted pool for each split.
-
-    ``pretext_val`` may be ``"val"`` (the val rows serve as pretext validation too)
-    or None. ``test`` may be ``"file"`` (the original test file) or ``"rest"``
-    (every pool row that no other split uses).
-    """
+    """One configuration: [start, stop) positions in the permuted pool for each split;
+    ``pretext_val`` may be ``"val"`` or None, ``test`` ``"file"`` or ``"rest"``."""
 
     dataset: str
     pretext: tuple
@@ -161,8 +155,7 @@ CONFIGS = {
     ),
 }
 
-# Where the reference code departs from the paper's table, its variant differs from the
-# paper's configuration only in the spans named here.
+# The reference code's variants, where it departs from the paper's table: the spans that differ.
 CONFIGS.update({
     "adult_1p_reference": replace(
         CONFIGS["adult_1p"], pretext=(0, 30932), train=(0, 325), pretext_val=(30932, 31584),
@@ -204,7 +197,6 @@ def _adult_preprocessor():
 
 
 def _covtype_preprocessor():
-    # The 44 one-hot flags pass through unchanged, in their original order.
     return ColumnTransformer(
         [("scale", StandardScaler(), list(range(COVTYPE_N_NUMERIC)))], remainder="passthrough"
     )
@@ -278,10 +270,8 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
                      dataset=None):
     """Load one of the paper's dataset configurations, split into its five sets.
 
-    The sizes follow the paper's Appendix table ("Datasets and Splits"); where
-    the reference code differs, its variant is available as
-    ``<name>_reference``. ``load_paper_split(name).DESCR`` says where each
-    number comes from.
+    Sizes follow the paper's Appendix table ("Datasets and Splits"); ``<name>_reference`` is the
+    reference code's variant where it differs. ``load_paper_split(name).DESCR`` gives sources.
 
     ====================== ========= ============ ========= ========= =========
     name                   pretext   pretext_val  train     val       test
@@ -304,17 +294,10 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
     mnist_10p_reference    60,000    None         6,000     6,000     10,000
     ====================== ========= ============ ========= ========= =========
 
-    As in the reference, the labeled ``train`` rows are a subset of the
-    ``pretext`` rows in every configuration except ``higgs_5k*``, and ``val``
-    lies inside ``pretext`` for ``covtype_10p``, ``covtype_15k_reference`` and
-    MNIST. Test rows never appear in any other split: Adult and MNIST test on
-    their original test files; Cover Type and HIGGS draw the test rows from the
-    same permutation, disjoint from the rest.
-
-    On the 10,984-row HIGGS sample (see :func:`load_higgs`) every size is
-    scaled down by the same factor, with a UserWarning listing the sizes used;
-    ``higgs_1p_sample`` (not in the paper) lays out 1% labels on exactly those
-    10,984 rows instead.
+    As in the reference, ``train`` lies inside ``pretext`` except in ``higgs_5k*``, and ``val``
+    does in ``covtype_10p``, ``covtype_15k_reference`` and MNIST; test rows are in no other
+    split. On the HIGGS sample (:func:`load_higgs`) every size is scaled down alike, with a
+    UserWarning; ``higgs_1p_sample`` (not in the paper) fits those 10,984 rows instead.
 
     Parameters
     ----------
@@ -323,33 +306,25 @@ def load_paper_split(name, data_home=None, random_state=0, *, download_if_missin
     data_home : str or path-like, default=None
         Folder of the raw files, see :func:`get_data_home`.
     random_state : int, RandomState, Generator or None, default=0
-        Seeds the one permutation the splits are cut from. An int seeds a local
-        ``np.random.RandomState``, so ``random_state=1`` reproduces the
-        reference's Adult and Cover Type rows. None draws fresh OS entropy; the
-        global NumPy generator is never used.
+        Seeds the one permutation the splits are cut from: an int seeds a local
+        ``np.random.RandomState`` (``1`` reproduces the reference's Adult and Cover Type rows),
+        None fresh OS entropy; the global NumPy generator is never used.
     download_if_missing : bool, default=True
         Passed to the dataset's loader.
     dataset : Bunch, default=None
-        The output of the matching loader (e.g. ``load_covtype()``), to split
-        without reading the files again, e.g. for several seeds.
+        The matching loader's output (e.g. ``load_covtype()``), to split without reading the
+        files again, e.g. for several seeds.
 
     Returns
     -------
     split : Bunch
-        ``pretext``, ``pretext_val``, ``train``, ``val``, ``test`` : Bunch with
-        ``X``, ``y`` and ``index`` (row positions in the loader's output), or
-        None for an absent ``pretext_val``. ``pretext_val`` is the ``val`` Bunch
-        itself where the configuration validates pretext training on val.
-        Adult's ``X`` are DataFrames and its ``y`` the income strings; the others
-        are float32 arrays and int64 labels as the loaders give them.
-        ``preprocessor`` : an unfitted transformer, meant to be fitted on
-        ``pretext.X`` only. Adult: QuantileTransformer(n_quantiles=128) on the 6
-        numeric columns and OneHotEncoder(handle_unknown="ignore") on the 8
-        categorical ones; Cover Type: StandardScaler on the 10 quantitative
-        columns, the 44 flags passed through; MNIST and HIGGS: identity (the
-        paper uses them raw). The reference instead fits Adult's quantiles on
-        all of adult.data and Cover Type's scaler on every row.
-        ``name`` : str; ``DESCR`` : str, the sizes and their source.
+        ``pretext``, ``pretext_val``, ``train``, ``val``, ``test``: Bunches of ``X``, ``y`` and
+        ``index`` (rows of the loader's output) as the loader gives them; ``pretext_val`` is
+        None when absent, or the ``val`` Bunch itself. ``preprocessor``: an unfitted
+        transformer to fit on ``pretext.X`` only (Adult: QuantileTransformer(n_quantiles=128)
+        and OneHotEncoder(handle_unknown="ignore"); Cover Type: StandardScaler on the 10
+        quantitative columns; MNIST and HIGGS: identity, as the paper uses them raw).
+        ``name``; ``DESCR``: the sizes and their source.
 
     Examples
     --------

@@ -11,29 +11,19 @@ from .._corruption import corrupt
 class PretextModule(nn.Module):
     """Base class of a method's network: the encoder plus its pretext parts.
 
-    A method subclasses this with two methods, and pairs it with a loss
-    module (the skorch criterion):
+    A method subclasses it, pairs it with a loss module (the skorch criterion) and defines:
 
-    * ``forward(x, generator)`` builds the method's views of the clean batch
-      ``x`` (drawing randomness only from ``generator``) and returns the
-      method's output structure (a ``NamedTuple`` whose fields are named after
-      the paper's symbols); the loss module reads its fields by name;
-    * ``after_step(outputs)`` runs after each optimiser step with that
-      structure (momentum teachers, queues); it is not called during
-      validation. ``gathered`` names the per-row fields it reads: in
-      data-parallel training they hold every process's rows (in rank order),
-      so that state built from them stays identical in every process.
+    * ``forward(x, generator)``: the views of the clean batch ``x`` (random only from
+      ``generator``) and the output, a ``NamedTuple`` named after the paper's symbols;
+    * ``after_step(outputs)``: state after each optimiser step (momentum teachers, queues),
+      not in validation. The per-row fields it reads, ``gathered``, hold every process's rows
+      in data-parallel training, so that the state stays identical in every process.
 
-    ``encoder`` is what the fitted estimator keeps for ``transform``. Views
-    are corrupted through :meth:`corrupt`, which applies the estimator's
-    ``corruption_type`` and its ``feature_groups`` (the ``corruption_groups``
-    buffer, set by the estimator; None: every column on its own).
-    """
+    ``encoder`` is what the fitted estimator keeps; views are corrupted by :meth:`corrupt`."""
 
     #: The per-row output fields ``after_step`` reads (gathered across processes).
     gathered = ()
-    #: Whether a step reads nothing from the host, so that it can be recorded as a
-    #: CUDA graph (``set_config(cuda_graph=True)``).
+    #: Whether a step reads nothing from the host, so a CUDA graph can record it (``cuda_graph``).
     recordable = True
 
     def __init__(self, encoder):
@@ -43,9 +33,8 @@ class PretextModule(nn.Module):
         self.n_corruption_groups = None
 
     def set_corruption_groups(self, groups):
-        """Corrupt the columns by ``groups`` (each column's group id, an int
-        array), whose count is kept as a Python int: the training step never
-        reads it back from the device."""
+        """Corrupt the columns by ``groups`` (each column's group id, an int array); their
+        count is kept as a Python int, never read back from the device."""
         self.corruption_groups = torch.from_numpy(groups)
         self.n_corruption_groups = int(groups.max()) + 1
 
@@ -55,8 +44,7 @@ class PretextModule(nn.Module):
                        self.n_corruption_groups)
 
     def corrupted_view(self, x, p, generator):
-        """The view of :meth:`corrupt` without its mask: ``x`` itself at ``p`` = 0
-        (a clean teacher view allocates nothing)."""
+        """The view of :meth:`corrupt` without its mask: ``x`` itself at ``p`` = 0."""
         return x if p == 0 else self.corrupt(x, p, generator)[0]
 
     def forward(self, x, generator):  # pragma: no cover - abstract
@@ -67,13 +55,8 @@ class PretextModule(nn.Module):
 
 
 def two_views(module, x, p, generator):
-    """Two independent corruptions of the batch by ``module`` (SimCLR, SimSiam,
-    VICReg, DINO; see :meth:`PretextModule.corrupt`).
-
-    The Q-Match authors' code freezes the second view's mask for the whole
-    run (an artefact of JAX tracing, see docs/baselines.md); here both views
-    are drawn afresh at every step.
-    """
+    """Two independent corruptions of the batch by ``module`` (SimCLR, SimSiam, VICReg, DINO),
+    both drawn afresh at every step (unlike the authors' code, see docs/baselines.md)."""
     return module.corrupted_view(x, p, generator), module.corrupted_view(x, p, generator)
 
 
@@ -99,22 +82,16 @@ class TwoViewModule(PretextModule):
 
 
 def soft_cross_entropy(target_logits, logits):
-    """mean_i H(softmax(target_logits_i), softmax(logits_i)), targets under stop-gradient.
-
-    H(p, q) = -sum_k p_k log q_k: the distribution-matching term of Q-Match
-    and DINO (temperatures and centring are applied by the caller).
-    """
+    """mean_i H(softmax(target_logits_i), softmax(logits_i)), H(p, q) = -sum_k p_k log q_k,
+    targets under stop-gradient: the distribution-matching term of Q-Match and DINO."""
     targets = target_logits.detach().softmax(dim=1)
     return -(targets * logits.log_softmax(dim=1)).sum(dim=1).mean()
 
 
 def check_shape(owner, name, tensor, expected, symbols):
-    """Raise a ValueError unless ``tensor`` has the shape ``expected``.
-
-    ``expected`` holds one size per dimension (None: any size) and
-    ``symbols`` their names, for the message, e.g. ``QMatchLoss expects
-    teacher of shape (batch=6, dim=128), got (6, 64).``
-    """
+    """Raise a ValueError unless ``tensor`` has the shape ``expected`` (a size per dimension,
+    None: any) and dimension names ``symbols``, as in ``QMatchLoss expects teacher of shape
+    (batch=6, dim=128), got (6, 64)``."""
     shape = tuple(tensor.shape)
     if len(shape) == len(expected) and all(
         want is None or want == got for want, got in zip(expected, shape, strict=True)
