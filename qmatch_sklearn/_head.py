@@ -1,17 +1,7 @@
 """The supervised stage shared by the classifiers and the regressors.
 
-An encoder network plus a linear head, trained on the labeled rows: which rows
-are labeled, the validation split, training each candidate head with the
-engine (``train_net``) and keeping the better one on validation, what a fitted
-estimator stores and how it is rebuilt on loading. What depends on the task
-(how targets are encoded, the skorch net and its loss, the closed-form head,
-what predictions mean) is a handful of hooks that ``_classifier.py`` and
-``_regressor.py`` fill in.
-
-Where the encoder network comes from is a mixin of its own:
-:class:`PretrainedEncoderMixin` pretrains (or reuses) one of the library's
-encoders (``QMatchClassifier``, ``QMatchRegressor``), :class:`RandomInitMixin`
-builds the same network from random weights (the supervised baselines).
+The encoder network comes from :class:`PretrainedEncoderMixin` (a library encoder) or
+:class:`RandomInitMixin` (random weights); ``_classifier.py``, ``_regressor.py`` fill in the rest.
 """
 
 import copy
@@ -52,10 +42,8 @@ from ._validation import check_two_samples
 from ._warnings import warn
 from .methods import QMatchEncoder
 
-#: Heads every estimator can train: a linear layer on the frozen encoder
-#: (AdamW, the paper's linear evaluation) and encoder plus linear layer
-#: fine-tuned together. Each task adds one head fitted in closed form on the
-#: frozen embeddings (``heads.LOGISTIC``, ``heads.RIDGE``).
+#: Heads trained with AdamW: a linear layer on the frozen encoder (the paper's linear
+#: evaluation), or fine-tuned with the encoder. Tasks add ``heads.LOGISTIC``, ``heads.RIDGE``.
 LINEAR, FINE_TUNED = "linear", "fine-tuned"
 
 #: Parameters that only the heads trained with AdamW read.
@@ -67,8 +55,7 @@ def _is_library_encoder(value):
     return isinstance(inner, BasePretextEncoder)
 
 
-#: What ``QMatchClassifier(encoder=...)`` and ``QMatchRegressor(encoder=...)``
-#: accept: they fine-tune the encoder's network.
+#: What ``QMatchClassifier(encoder=...)`` and ``QMatchRegressor(encoder=...)`` accept.
 LIBRARY_ENCODER = Satisfies(
     _is_library_encoder,
     "an encoder of qmatch_sklearn (QMatchEncoder(), VIMEEncoder(), ...) or a "
@@ -77,8 +64,7 @@ LIBRARY_ENCODER = Satisfies(
 
 
 def _head_input(encoder, network):
-    """What the head sees: the encoder's network, beside the input features
-    when the encoder has ``passthrough=True`` (as its ``transform`` does)."""
+    """The encoder's network, beside the input features if ``passthrough=True``."""
     if not encoder.passthrough:
         return network
     missing = network[0] if encoder._table_input.fitted_with_missing else None
@@ -92,9 +78,7 @@ def _unfrozen(encoder):
 
 @dataclass(frozen=True)
 class _Supervised:
-    """What every head of one ``fit`` trains on: the labeled rows ``X`` and
-    their encoded targets, the train/validation row selection (or a given
-    validation set ``(X_val, targets_val)``), the head's width and the seeds."""
+    """What every head of one ``fit`` trains on."""
 
     X: object
     targets: np.ndarray
@@ -114,51 +98,22 @@ class _Supervised:
 class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
     """Shared supervised stage of the classifiers and regressors (not for direct use).
 
-    ``_fit`` checks everything about the labeled rows, gets the encoder
-    network to start from, trains the candidate heads and keeps the one with
-    the better validation score.
-
-    Where the encoder network comes from (a mixin): ``_encoder_network(X,
-    encoder_rows, seed, device)`` returning it and its output width (``X``: the
-    network's input rows; ``encoder_rows``: the rows as passed to ``fit``, which an encoder
-    fits on), ``_head_choices`` and
-    ``_starting_network`` (which heads to train: on a frozen encoder, with it,
-    or both), ``_encoder_skeleton()`` (the fitted encoder network's shape,
-    untrained, for loading), ``_embedding_dim()`` and ``_reading_table`` (a table
-    input to fit on ``X``, or a fitted one to reuse).
-
-    The task (``BaseHeadClassifier``, ``BaseHeadRegressor``):
-    ``_check_fit_data`` (validate ``X`` and ``y``), ``_encode_targets`` (which
-    rows are labeled, their targets as the loss reads them, and what decodes
-    predictions), ``_stratify`` (the validation split),
-    ``_validation_target_array`` and ``_encode_validation_targets``
-    (``y_val``), ``_head_width`` and ``_n_network_outputs`` (the head's width
-    at fit and once fitted), ``_net_spec`` (skorch net class, loss, extra net
-    parameters), ``_closed_form_head`` with ``_fit_closed_form_head`` (the
-    head ``freeze_encoder="auto"`` fits without validation, from the frozen
-    embeddings and the input rows, returning the training result and its
-    fitted attributes: the embedding block's weight, see
-    :func:`weigh_embedding_block`, and whatever else the task's head keeps;
-    ``_head_attributes`` gives them for the other heads), ``_monitors``
-    (the history column early stopping watches for each ``scoring``) and
-    ``_keep_targets`` (the fitted attributes that decode predictions, from the
-    encoding and the labeled rows' weights).
+    The encoder mixin gives ``_encoder_network`` (the network and its width),
+    ``_encoder_skeleton`` and ``_embedding_dim``; the task (``BaseHeadClassifier``,
+    ``BaseHeadRegressor``) the target hooks, ``_net_spec`` and ``_fit_closed_form_head``.
     """
 
     #: The history column early stopping watches, for each ``scoring``.
     _monitors = {"loss": "valid_loss"}
     #: The head kind fitted in closed form on the frozen embeddings.
     _closed_form_head = None
-    #: Fitted attributes of the closed-form head, and their values where it does not set
-    #: them (the other heads).
+    #: The closed-form head's fitted attributes, with their values for the other heads.
     _head_attributes = {"embedding_weight_": 1.0}
-    #: How many labeled rows must weigh more than 0 (a regression needs two: its
-    #: targets' spread, the leave-one-out error of its closed-form head).
+    #: Labeled rows that must weigh more than 0 (a regression needs two).
     _min_weighted_rows = 1
 
     def _network_skeleton(self):
-        # the encoder network may be the user's (architecture=...): its output
-        # width is the embedding_dim it was built for, not read off its layers
+        # embedding_dim, not read off the layers: the network may be the user's (architecture=)
         return torch.nn.Sequential(
             self._encoder_skeleton(),
             torch.nn.Linear(self._embedding_dim(), self._n_network_outputs()),
@@ -206,14 +161,12 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
             self._unlabeled_rows(X, labeled, data_seed) if closed_form else None,
         )
 
-        # an encoder pretrained here reads the table itself (its categorical columns, its
-        # units): it fits the same center_ and scale_ on the same rows
+        # an encoder pretrained here reads the table itself (the same center_ and scale_)
         encoder_network, embedding_dim = self._encoder_network(X, table, encoder_seed, device)
         candidates = [
             (kind, *self._train_head(kind, encoder_network, embedding_dim, supervised))
             for kind in kinds
         ]
-        # Between a linear and a fine-tuned head, the better validation score wins.
         sign = 1 if self.scoring == "loss" else -1
         kind, result, frozen, network, attributes = min(
             candidates, key=lambda c: 0 if c[1].best_score is None else sign * c[1].best_score
@@ -228,20 +181,19 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return self
 
     def _read_fit_rows(self, X, y=NO_Y):
-        """``X`` as the network's input rows (and ``y``, checked), read by
-        ``_table_input``: fitted on ``X`` here, or reused whole (``_reading_table``)."""
+        """``X`` (and ``y``) as the network's input rows, read by ``_table_input``."""
         X = as_pandas(X)
         table = self._reading_table(X)
         if hasattr(table, "center_"):  # fitted elsewhere: X's columns recorded
             rows = table.transform(self, X, y, reset=True)
             # NaN where that encoder's network has no input for one: read as predict reads it
-            if isinstance(rows, tuple):  # (X, y)
+            if isinstance(rows, tuple):
                 rows = (table.fill_unseen_missing(self, rows[0]), rows[1])
             else:
                 rows = table.fill_unseen_missing(self, rows)
         else:
             rows = table.fit_transform(self, X, y)
-        self._table_input = table  # kept once it has read X
+        self._table_input = table
         return rows
 
     def _reading_table(self, X):
@@ -249,8 +201,7 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return TableInput(self.categorical_features)
 
     def _warn_unused_training_params(self, n_labeled):
-        """Warn, before any training, when parameters of the AdamW heads were set
-        but the head is fitted in closed form (few labels, no validation set)."""
+        """Warn when AdamW parameters were set but the head is fitted in closed form."""
         defaults = inspect.signature(type(self).__init__).parameters
         unused = [
             f"{name}={getattr(self, name)!r}" for name in ADAMW_PARAMS
@@ -267,10 +218,8 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
             )
 
     def _train_head(self, kind, encoder_network, embedding_dim, data):
-        """Train one head of ``kind`` (``LINEAR``, ``FINE_TUNED`` or the task's
-        closed-form head); its training result, whether the encoder stayed
-        frozen, the network and the fitted attributes it sets (the others keep
-        their ``_head_attributes`` defaults)."""
+        """Train one head of ``kind``; its training result, whether the encoder stayed
+        frozen, the network and the fitted attributes it sets."""
         frozen = kind != FINE_TUNED
         network = self._starting_network(encoder_network, frozen, data.device)
         with isolated_global_rng():
@@ -324,18 +273,15 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return result, frozen, torch.nn.Sequential(network, head), {}
 
     def _embedding_block(self):
-        """Width of the embedding block at the end of the head's input when it
-        follows the input features (``passthrough=True``), else None."""
+        """Width of the embedding block after the input features (``passthrough``), or None."""
         return None
 
     def _unlabeled_rows(self, X, labeled, seed):
-        """The unlabeled rows of ``X`` the closed-form head reads (a seeded
-        sample), or None: only a classifier's head uses them."""
+        """The unlabeled rows the closed-form head reads, or None (only a classifier's)."""
         return None
 
     def _head_choices(self, has_validation):
-        """The heads to train (the better on validation is kept): ``LINEAR``
-        or the closed-form head on the frozen encoder, or ``FINE_TUNED`` with it."""
+        """The heads to train (the better on validation is kept)."""
         return (FINE_TUNED,)
 
     def _starting_network(self, encoder_network, frozen, device):
@@ -351,10 +297,8 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return None
 
     def _row_weights(self, sample_weight, X, labeled, targets, encoding):
-        """The labeled rows' weights in the supervised loss (``sample_weight``
-        times ``class_weight``) scaled to a mean of 1, or None when every row
-        weighs the same (the unweighted loss, exactly). Checked before any
-        training."""
+        """``sample_weight`` times ``class_weight`` of the labeled rows scaled to a mean of 1,
+        or None when every row weighs the same."""
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(
@@ -370,7 +314,7 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
                 f"{type(self).__name__}: sample_weight times class_weight overflows float64; "
                 "only the weights' ratios count, so scale them down."
             )
-        if weights.max() > 0:  # only the ratios count: a mean of 1 (the max first: no overflow)
+        if weights.max() > 0:  # the max first: no overflow
             weights = weights / weights.max()
             weights = weights / weights.mean()
         # counted as the losses read them, in float32 (where 1e-50 of the largest is 0)
@@ -385,9 +329,7 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return None if np.all(weights == weights[0]) else weights.astype(np.float32)
 
     def _check_validation_set(self, X, X_val, y_val, encoding):
-        """The validation rows as float32 and their targets encoded as the
-        training targets are (``X``: the training rows, whose missing values
-        ``X_val`` may have)."""
+        """The validation rows as float32 and their targets, encoded as the training ones."""
         if X_val is None or y_val is None:
             raise ValueError("Pass both X_val and y_val, or neither.")
         table = self._table_input
@@ -405,8 +347,7 @@ class BaseHeadEstimator(PersistenceMixin, TableAttributes, BaseEstimator):
         return X_val, self._encode_validation_targets(y_val, encoding)
 
     def _network_outputs(self, X, return_rows=False):
-        """The network's float32 outputs for the rows ``X`` (checked as at fit),
-        and with ``return_rows`` the checked rows as the network read them."""
+        """The network's float32 outputs for ``X`` (and with ``return_rows`` the rows read)."""
         check_is_fitted(self)
         X = self._table_input.transform(self, X)
         X = self._table_input.fill_unseen_missing(self, X)
@@ -423,10 +364,8 @@ PRETRAINED_ENCODER_CONSTRAINTS = {
 
 
 class PretrainedEncoderMixin:
-    """The encoder network comes from ``encoder``, one of the library's encoders,
-    pretrained in ``fit`` on every row of ``X`` (or reused from a
-    FrozenEstimator); ``freeze_encoder`` chooses the heads; ``max_time`` bounds
-    the whole fit."""
+    """The encoder network of ``encoder``, pretrained in ``fit`` on every row of ``X`` (or
+    a FrozenEstimator's); ``max_time`` bounds the whole fit."""
 
     def _fit(self, X, y, X_val, y_val, sample_weight=None):
         self._validate_params()  # max_time is read before the fit validates the rest
@@ -454,16 +393,14 @@ class PretrainedEncoderMixin:
             if (self.random_state is not None
                     and "random_state" in (params := encoder.get_params(deep=False))
                     and params["random_state"] is None):
-                # seeded from ours, as an ensemble seeds its members: a seeded estimator
-                # refits to the same result with an encoder passed unseeded too
+                # seeded from ours, so a seeded estimator refits alike with an unseeded encoder
                 encoder.set_params(random_state=seed)
         encoder.fit(encoder_rows, None)
         if not isinstance(encoder, FrozenEstimator):  # a frozen one does not train here
             note_if_expired("pretraining")
         fitted = _unfrozen(encoder)
         check_is_fitted(fitted)
-        # the encoder read the same rows with the same categorical_features: the same
-        # table input, kept once
+        # the encoder read the same rows: the same table input, kept once
         self._table_input = fitted._table_input
         self.encoder_ = encoder
         return _head_input(fitted, fitted.network_), self._embedding_dim()
@@ -474,9 +411,8 @@ class PretrainedEncoderMixin:
         return (LINEAR,) if self.freeze_encoder else (FINE_TUNED,)
 
     def _starting_network(self, encoder_network, frozen, device):
-        # A frozen encoder never trains: its network is shared, and saved once (with
-        # encoder_). Fine-tuning trains a copy, as does a frozen encoder used on another
-        # device: the fitted encoder stays as it was.
+        # a frozen encoder's network is shared (saved with encoder_); fine-tuning, or another
+        # device, takes a copy so that the fitted encoder stays as it was
         if frozen and _unfrozen(self.encoder_).device_ == device:
             return encoder_network
         return copy.deepcopy(encoder_network).to(device)
@@ -498,8 +434,7 @@ class PretrainedEncoderMixin:
         return encoder.embedding_dim if encoder.passthrough else None
 
     def _reading_table(self, X):
-        # a frozen encoder's network reads the columns as it was fitted on them: its
-        # table input, reused whole (X's names and number checked as its transform does)
+        # a frozen encoder's table input is reused whole (X's columns checked)
         if isinstance(self.encoder, FrozenEstimator):
             fitted = self.encoder.estimator
             check_is_fitted(fitted)
@@ -510,9 +445,8 @@ class PretrainedEncoderMixin:
 
 
 class RandomInitMixin(EncoderNetworkMixin):
-    """The encoder network is built from the ``NETWORK_CONSTRAINTS`` parameters
-    with random weights (the paper's supervised baseline); the whole network
-    trains."""
+    """The encoder network from the ``NETWORK_CONSTRAINTS`` parameters with random weights
+    (the paper's supervised baseline)."""
 
     def _encoder_network(self, X, encoder_rows, seed, device):
         missing = self._table_input.fit_missing_values(self, X)

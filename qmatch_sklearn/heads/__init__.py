@@ -1,14 +1,9 @@
 """The few-label heads: fitted in closed form on a frozen encoder, predicted by torch modules.
 
-With few labeled rows and no validation set (``freeze_encoder="auto"``),
-``QMatchClassifier`` and ``QMatchRegressor`` train no layer with AdamW: they fit
-their head in closed form on the frozen embedding beside the input features. This
-package is that head, whole: its fit (:mod:`._logistic` for classes, with its
-twins and boosted member; :mod:`._ridge` for targets; the averaging over the
-embedding block's weight, :mod:`._averaging`), what it keeps (a linear layer's
-weights, and a classifier's member as plain arrays) and its prediction
-(:mod:`._prediction`), the one torch module that ``predict_proba``, ``predict`` and
-the ONNX export all run.
+With few labeled rows and no validation set (``freeze_encoder="auto"``) the estimators
+fit their head in closed form on the frozen embedding: :mod:`._logistic` for classes,
+:mod:`._ridge` for targets, both averaged over the embedding block's weight
+(:mod:`._averaging`). :mod:`._prediction` is what ``predict`` and the ONNX export run.
 """
 
 from ._averaging import EMBEDDING_WEIGHTS, weigh_embedding_block

@@ -1,24 +1,10 @@
 """Gradient-boosted trees on the input features: a member of the few-label classifier head.
 
-With a few hundred labeled rows, gradient boosting on the raw features beats any
-linear head on some tables (on the few-label benchmark's diamonds table, 64% against
-58%), and loses badly on others. The closed-form head of ``QMatchClassifier``
-therefore mixes a boosted member with its logistic regressions in the
-proportion whose out-of-fold predictions are likeliest (stacking, see
-:func:`stacking_weight` and :func:`~._logistic.fit_logistic_head_`): this
-module fits that member, weighs it and evaluates it.
-
-The member is scikit-learn's ``HistGradientBoostingClassifier`` (gradient
-boosting, Friedman, 2001, "Greedy function approximation: a gradient boosting
-machine"; NaN read natively, a leaf's rows scaled to the data), its log-odds
-divided by a temperature fitted on out-of-fold predictions (temperature scaling,
-Guo et al., 2017, "On calibration of modern neural networks", section 4.2):
-boosting on few rows is overconfident, and an untempered member loses every
-likelihood comparison even where it classifies better. It is tried on dense
-input only: densifying a wide sparse matrix would cost what keeping it sparse
-saves. Once fitted, its trees are kept as plain arrays (:func:`export_trees`),
-evaluated by the torch module :class:`~._prediction.Trees`, so that the fitted
-classifier stores numbers only and loads without unpickling anything.
+It wins on some tables and loses badly on others, so it is stacked (:func:`stacking_weight`).
+``HistGradientBoostingClassifier`` (Friedman, 2001, "Greedy function approximation: a
+gradient boosting machine"), its log-odds tempered out of fold (Guo et al., 2017, "On
+calibration of modern neural networks", section 4.2) as boosting on few rows is
+overconfident; its trees are kept as arrays (:func:`export_trees`), so loading unpickles nothing.
 """
 
 import numpy as np
@@ -28,49 +14,29 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 from .._scaling import observed_moments
 
-#: Labeled rows below which no boosted member is tried: on a dozen rows its
-#: out-of-fold likelihood is too noisy to weigh it by (on the few-label
-#: benchmark's attrition table, 14 labeled rows, it cost 5.8 points).
+#: Labeled rows, and rows per class on average, below which no member is tried: its
+#: out-of-fold likelihood is too noisy, and a class of a few rows gives its trees nothing to
+#: split. Tuned on the few-label benchmark (benchmarks/results/fewlabel.md).
 MIN_BOOSTING_ROWS = 50
-#: Labeled rows per class (on average) below which no boosted member is tried:
-#: the boosting grows one tree per class and round, and a class of five rows
-#: gives its trees nothing to split (on the few-label benchmark's digits table,
-#: 10 classes of 5 labeled rows, the member took up to 0.39 of the weight and
-#: cost 0.56 points against the head alone).
 MIN_BOOSTING_ROWS_PER_CLASS = 10
-#: A member weighed below this is dropped (its trees are not kept): it would
-#: move no probability by more than this.
+#: A member weighed below this is dropped: it would move no probability by more.
 MIN_BOOSTING_WEIGHT = 1e-6
 #: Bounds of the log-temperature dividing the member's log-odds.
 LOG_TEMPERATURE_BOUNDS = (np.log(0.05), np.log(20.0))
 
 
-#: Shrinkage, rounds, leaf-value penalty, depth and feature sampling of the member:
-#: slower and more regularised than scikit-learn's defaults (0.1, 100, 0, unbounded,
-#: every feature), as small data needs. The learning rate and the L2 penalty of 3 are
-#: CatBoost's defaults for small data (Prokhorenkova et al., 2018, "CatBoost: unbiased
-#: boosting with categorical features"); depth 4 rather than CatBoost's 6, as a free
-#: tree of depth 6 has far more splits than CatBoost's symmetric one. On the few-label
-#: benchmark's five tables with 50 or more labeled rows the member alone gained
-#: 0.4-1.8 points over the defaults on every one. Each split then chooses among half
-#: the features it can split (:func:`splittable_columns`), drawn afresh at every node
-#: (``max_features``; the feature sampling of random forests, Breiman, 2001, "Random
-#: forests", section 4; in boosting, the column
-#: subsampling of Chen & Guestrin, 2016, "XGBoost", section 2.3): on a few dozen rows
-#: the best split over all features often fits noise, and trees that cannot all take
-#: it overfit less. On five of the benchmark's six tables with a member (MNIST not
-#: tried; 20 seeds of loans, the HIGGS sample and Adult, 5 of diamonds and Cover Type)
-#: the member alone gained: loans +0.89, HIGGS +0.35, Adult +0.38, diamonds +0.28,
-#: Cover Type +0.16 points. Half is the conventional middle, not the best fraction
-#: tried (a third gained more on loans and Adult).
+#: Regularised for small data: CatBoost's learning rate and L2 penalty (Prokhorenkova et al.,
+#: 2018, "CatBoost: unbiased boosting with categorical features"), depth 4 (a free tree, not
+#: CatBoost's symmetric 6), half the features at each node (Breiman, 2001, "Random forests",
+#: section 4; Chen & Guestrin, 2016, "XGBoost", section 2.3). Tuned on the few-label
+#: benchmark (benchmarks/results/fewlabel.md).
 BOOSTING_PARAMS = {"learning_rate": 0.03, "max_iter": 300, "l2_regularization": 3.0,
                    "max_depth": 4, "max_features": 0.5}
 
 
 def tries_boosted_member(targets):
-    """Whether ``targets`` (class indices of the labeled rows) are enough for a
-    boosted member: at least ``MIN_BOOSTING_ROWS`` rows and
-    ``MIN_BOOSTING_ROWS_PER_CLASS`` per class on average."""
+    """Whether the labeled rows' ``targets`` reach ``MIN_BOOSTING_ROWS`` and
+    ``MIN_BOOSTING_ROWS_PER_CLASS``."""
     n_classes = len(np.unique(targets))
     return len(targets) >= max(MIN_BOOSTING_ROWS, MIN_BOOSTING_ROWS_PER_CLASS * n_classes)
 
@@ -80,54 +46,32 @@ MAX_MIN_SAMPLES_LEAF = 5
 
 
 def min_samples_leaf(n_rows):
-    """Rows a leaf of the member must hold on ``n_rows`` labeled rows: one in 20,
-    at least 1 and at most ``MAX_MIN_SAMPLES_LEAF``.
+    """Rows a leaf must hold: one in 20 of ``n_rows``, between 1 and ``MAX_MIN_SAMPLES_LEAF``.
 
-    scikit-learn's default of 20 rows (LightGBM's ``min_data_in_leaf``, Ke et al.,
-    2017) is meant for large data: it would forbid any split on 30 rows, hence
-    one row in 20. That fraction still asks 56 rows of a leaf on 1,134 labeled rows,
-    which a member of depth 4 whose leaf values the L2 penalty of ``BOOSTING_PARAMS``
-    already shrinks does not need (CatBoost, whose penalty it borrows, asks one row
-    of a leaf). Capped at 5, on the few-label benchmark's three tables of 378-1,134
-    labeled rows the member alone gained 0.4-1.3 points (Cover Type +1.02, diamonds
-    +1.29), while tables of fewer than 120 rows keep their leaves (one row in 50,
-    uncapped, cost its two tables of ~80 rows 0.3 points).
-    """
+    scikit-learn's 20 (LightGBM's ``min_data_in_leaf``, Ke et al., 2017) forbids any split
+    on 30 rows. Tuned on the few-label benchmark (benchmarks/results/fewlabel.md)."""
     return int(np.clip(n_rows // 20, 1, MAX_MIN_SAMPLES_LEAF))
 
 
 #: scikit-learn's largest (and default) number of bins for a column's non-missing values.
 MAX_BINS = 255
-#: The fewest bins the leaf-size cap of :func:`histogram_bins` leaves: below it a
-#: histogram is cheap anyway, and a coarser one lost the HIGGS sample's member on
-#: one seed of 20 (16 bins on its 64 training rows a fold: weight 0.75 -> 0).
+#: The fewest bins :func:`histogram_bins`' cap leaves: below it a histogram is cheap anyway,
+#: and coarser ones cost the member its weight on the few-label benchmark.
 MIN_CAPPED_BINS = 64
 
 
 def histogram_bins(X, rows_per_leaf=1):
-    """The bins the member's columns ``X`` need: their most distinct non-missing
-    values, and at most one bin per ``rows_per_leaf`` rows unless that is fewer
-    than ``MIN_CAPPED_BINS`` (at least 2, at most ``MAX_BINS``).
-
-    A column with no more distinct values than bins is binned between its
-    values whatever the bin count, so the trees are those of ``MAX_BINS``
-    bins, bit for bit; but every node's histograms are as wide as the bin
-    count, which on a few dozen labeled rows was most of a fit (loans' 77
-    rows: 0.59x the time). A bin cut between quantiles holds about
-    ``len(X) / bins`` rows, so bins of fewer rows than a leaf must hold
-    (:func:`min_samples_leaf`) only offer thresholds a few rows apart, the
-    noise the leaf size is there to ignore (LightGBM's ``min_data_in_bin``,
-    Ke et al., 2017, at the leaf size); they widen every histogram (one
-    member fit on MNIST's 600 labeled rows: 34.3 s at 165 bins, 15.9 s at 64)."""
+    """The bins ``X`` needs: its most distinct non-missing values, capped at one per
+    ``rows_per_leaf`` rows (not below ``MIN_CAPPED_BINS``), as thinner bins only offer noise
+    (LightGBM's ``min_data_in_bin``, Ke et al., 2017); between 2 and ``MAX_BINS``."""
     distinct = max((len(np.unique(column[~np.isnan(column)])) for column in X.T), default=0)
     cap = max(len(X) // rows_per_leaf, MIN_CAPPED_BINS)
     return int(np.clip(min(distinct, cap), 2, MAX_BINS))
 
 
 def boosting_model(n_rows, seed, max_bins=MAX_BINS):
-    """The member's estimator for ``n_rows`` labeled rows: ``BOOSTING_PARAMS``,
-    :func:`min_samples_leaf` rows in a leaf, no early stopping (no rows to spare),
-    ``max_bins`` bins (see :func:`histogram_bins`)."""
+    """The member's estimator for ``n_rows`` labeled rows (no early stopping: no rows to
+    spare)."""
     return HistGradientBoostingClassifier(
         min_samples_leaf=min_samples_leaf(n_rows), early_stopping=False, random_state=seed,
         max_bins=max_bins, **BOOSTING_PARAMS,
@@ -135,22 +79,15 @@ def boosting_model(n_rows, seed, max_bins=MAX_BINS):
 
 
 def _class_log_odds(raw):
-    """Per-class log-odds from the boosting's raw scores: one column (the
-    log-odds of class 1 against class 0) becomes ``[0, raw]``."""
+    """Per-class log-odds from the raw scores: one column becomes ``[0, raw]``."""
     return np.hstack([np.zeros_like(raw), raw]) if raw.shape[1] == 1 else raw
 
 
 def export_trees(model, columns):
     """A fitted ``HistGradientBoostingClassifier``'s trees as a dict of arrays.
 
-    The nodes of every tree are concatenated (``feature``, ``threshold``,
-    ``missing_left``, ``left``, ``right``, ``value``, ``is_leaf``; children
-    indices point into the concatenation), ``roots`` is each tree's first node,
-    ``output`` the raw-score column each tree adds to, ``baseline`` the raw
-    score before any tree. ``model`` was fitted on the input columns
-    ``columns``; ``feature`` indexes the whole input. Only numeric splits occur:
-    the member is fitted on the library's numeric input (categorical columns
-    one-hot encoded).
+    The nodes of all trees are concatenated; ``roots`` are the trees' first nodes,
+    ``output`` their raw-score columns; ``feature`` indexes the whole input, not ``columns``.
     """
     nodes = [tree.nodes for iteration in model._predictors for tree in iteration]
     sizes = np.array([len(node) for node in nodes])
@@ -171,7 +108,7 @@ def export_trees(model, columns):
     }
 
 
-#: The arrays of the member's trees as :func:`export_trees` writes them, and their dtypes.
+#: The arrays :func:`export_trees` writes, and their dtypes.
 TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
                "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
                "roots": np.int64, "output": np.int64, "baseline": np.float64}
@@ -179,10 +116,9 @@ TREE_ARRAYS = tuple(TREE_DTYPES)
 
 
 def check_trees(trees, n_inputs, n_classes):
-    """Raise a ValueError saying what is wrong unless ``trees`` are arrays that
-    :func:`export_trees` could have written for ``n_inputs`` input columns and
-    ``n_classes`` classes: ``load`` reads them from a file it does not trust, and
-    their prediction (:class:`~._prediction.Trees`) walks them without checks."""
+    """Raise a ValueError unless :func:`export_trees` could have written ``trees``:
+    ``load`` reads them from an untrusted file, and :class:`~._prediction.Trees` walks
+    them without checks."""
     def require(condition, message):
         if not condition:
             raise ValueError(message)
@@ -203,8 +139,7 @@ def check_trees(trees, n_inputs, n_classes):
         require(np.all((trees[name][inner] > nodes[inner]) & (trees[name][inner] < n_nodes)),
                 f"boosted_trees_[{name!r}] must point from each inner node to a later node.")
     children = np.r_[trees["left"][inner], trees["right"][inner]]
-    # trees, not graphs: a node shared by two parents would make the walk's levels grow
-    # exponentially (tree_depth)
+    # trees, not graphs: a shared node would make the walk's levels grow exponentially
     require(len(np.unique(children)) == len(children)
             and not np.isin(trees["roots"], children).any(),
             "boosted_trees_ must be trees: each node the child of at most one node, and "
@@ -224,14 +159,9 @@ def _mean_log_likelihood(log_proba, targets, weights):
 
 
 def stacking_weight(head_log_proba, member_log_proba, targets, sample_weight=None):
-    """The member's weight pi in the mixture (1 - pi) p_head + pi p_member that
-    maximises the (weighted) mean log-likelihood of the labeled rows' out-of-fold
-    class probabilities: stacking of predictive distributions (Yao et al., 2018,
-    "Using stacking to average Bayesian predictive distributions", eq. 4, with
-    two models; Wolpert, 1992, "Stacked generalization"). Unlike weights from
-    each model's own likelihood, it mixes two models that predict differently
-    well, and it does not hand everything to the one whose likelihood is a
-    little higher on a few dozen rows. The objective is concave in pi."""
+    """The pi of (1 - pi) p_head + pi p_member likeliest out of fold: stacking (Yao et al.,
+    2018, "Using stacking to average Bayesian predictive distributions", eq. 4; Wolpert,
+    1992, "Stacked generalization"), which mixes models that predict differently well."""
     rows = np.arange(len(targets))
     if sample_weight is not None:  # a row of weight 0 counts for nothing, even at log(0)
         rows = rows[np.asarray(sample_weight) > 0]
@@ -249,28 +179,22 @@ def stacking_weight(head_log_proba, member_log_proba, targets, sample_weight=Non
 
 
 def splittable_columns(X):
-    """The indices of the columns of ``X`` a tree can split: two distinct observed
-    values, or one beside missing values (a split sends NaN one way)."""
+    """The columns of ``X`` with two observed values, or one beside missing values."""
     count, _, low, high = observed_moments(X)
     return np.flatnonzero((high > low) | ((count > 0) & (count < len(X))))
 
 
 def _fit_trees(X, targets, weights, seed):
-    """The boosting fitted on the columns of ``X`` it can split among the rows of
-    positive weight (:func:`splittable_columns`); ``(model, columns)``, or None
-    when there is none. The others would only be drawn among the features a
-    split may choose (``max_features``) to be of no use, and cost their
-    histograms: 222 of MNIST's 784 pixels are 0 on all of the few-label
-    benchmark's 600 labeled rows, 28 of loans' 115 columns are constant on its 77."""
+    """``(model, columns)``: the boosting fitted on the :func:`splittable_columns` of the
+    rows of positive weight (the others would waste ``max_features`` draws and
+    histograms), or None when there is none."""
     columns = splittable_columns(X[weights > 0])
     if not len(columns):
         return None
     X = X[:, columns]
     bins = histogram_bins(X, min_samples_leaf(len(targets)))
-    # rows of weight 1 are passed as no weights: the same bins and trees on the float32
-    # rows the network reads (a test holds it), while weights send scikit-learn's binning
-    # through one weighted percentile per bin and column (on MNIST's 600 labeled rows,
-    # 68 s of the member's 115 s)
+    # rows all of weight 1 pass no weights: the same trees (a test holds it), without
+    # scikit-learn's slow weighted binning
     unweighted = np.all(weights == 1)
     model = boosting_model(len(targets), seed, bins).fit(
         X, targets, sample_weight=None if unweighted else weights
@@ -279,17 +203,9 @@ def _fit_trees(X, targets, weights, seed):
 
 
 def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
-    """Fit the boosted member on the dense labeled rows ``X``; ``(trees,
-    temperature, out_of_fold)``, or None when some fit has no column to
-    split on (every column constant or missing).
-
-    ``folds`` (``(train, test)`` row indices, the logistic heads') give
-    out-of-fold log-odds for every row; the temperature T maximises their
-    likelihood (the mean over folds of the rows' mean log-likelihood, weighted
-    by ``sample_weight``), and ``out_of_fold`` are the rows' out-of-fold log
-    class probabilities at T, by which the head weighs the member against its
-    logistic regressions. The trees are then fitted on every row.
-    """
+    """``(trees, temperature, out_of_fold)`` fitted on the dense labeled rows ``X``, or None
+    when some fit has no column to split on: the temperature maximises the likelihood of
+    the out-of-fold log-odds on ``folds``, and ``out_of_fold`` are their log-probabilities."""
     n_rows = len(targets)
     weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
     out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))

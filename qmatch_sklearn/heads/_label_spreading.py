@@ -1,23 +1,13 @@
 """Label spreading: pseudo-labels from the unlabeled rows' neighbours, for a logistic twin.
 
-Self-training (``_self_training.py``) labels an unlabeled row by what the
-regression itself predicts there, so it can only confirm the regression's
-boundary. Label spreading (Zhou et al., 2004, "Learning with local and global
-consistency", algorithm of section 2) labels it by its neighbours instead: on the
-k-nearest-neighbour graph of the labeled and unlabeled rows together, the labels
-spread along the graph, F <- alpha S F + (1 - alpha) Y with S the symmetrically
-normalised graph, until they settle. Where the classes are clusters of the
-feature space (the embedding of an image-like table), a few labels per cluster
-label the whole cluster, and a boundary the regression drew through a cluster
-moves out of it. The spread labels then train a logistic regression, as
-propagated labels train the classifier in Iscen et al., 2019, "Label propagation
-for deep semi-supervised learning": an unlabeled row whose spread class
-probability reaches ``THRESHOLD`` joins the labeled rows with that class.
-
-Where the classes are not clusters, spread labels are confidently wrong, so the
-twin is weighed against the plain regressions by its likelihood on held-out
-labeled rows like the self-trained twin (the spreading repeated in each fold,
-:func:`~._self_training.twin_logistic`).
+Self-training (:mod:`._self_training`) can only confirm the regression's own boundary.
+Label spreading (Zhou et al., 2004, "Learning with local and global consistency",
+section 2) labels a row by its neighbours on the k-nearest-neighbour graph,
+F <- alpha S F + (1 - alpha) Y, so where classes are clusters a few labels label the whole
+cluster. Rows whose spread class probability reaches ``THRESHOLD`` then train a logistic
+regression (Iscen et al., 2019, "Label propagation for deep semi-supervised learning").
+Where classes are not clusters spread labels are confidently wrong, so the twin is weighed
+by its held-out likelihood (:func:`~._self_training.twin_logistic`).
 """
 
 import warnings
@@ -28,19 +18,15 @@ from sklearn.semi_supervised import LabelSpreading
 
 from ._self_training import THRESHOLD, fit_logistic, fit_with_pseudo_labels, twin_logistic
 
-#: Neighbours of each row in the graph and the clamping factor alpha (the share of a
-#: row's label that comes from its neighbours each step): scikit-learn's
-#: ``LabelSpreading`` defaults.
+#: Neighbours per row and the clamping factor alpha: ``LabelSpreading``'s defaults.
 N_NEIGHBORS, ALPHA = 7, 0.2
 #: Spreading steps at most (scikit-learn's default, 30, leaves some graphs unsettled).
 MAX_SPREAD_ITER = 100
 
 
 def spread_labels(features, targets, unlabeled, sample_weight=None):
-    """The class probabilities label spreading gives the ``unlabeled`` rows from the
-    labeled rows ``features`` (class indices ``targets``; rows of weight 0 spread
-    nothing): an array (n_unlabeled, n_classes), a row of zeros where no label
-    reaches (a part of the graph without labeled rows)."""
+    """The (n_unlabeled, n_classes) class probabilities spread to ``unlabeled`` from the
+    labeled ``features`` (rows of weight 0 spread nothing); zeros where no label reaches."""
     labels = np.asarray(targets).copy()
     if sample_weight is not None:
         labels[np.asarray(sample_weight) <= 0] = -1
@@ -49,8 +35,7 @@ def spread_labels(features, targets, unlabeled, sample_weight=None):
     model = LabelSpreading(kernel="knn", n_neighbors=min(N_NEIGHBORS, len(rows) - 1),
                            alpha=ALPHA, max_iter=MAX_SPREAD_ITER)
     with warnings.catch_warnings():
-        # unsettled after MAX_SPREAD_ITER steps: the labels as they are, weighed by
-        # the twin's held-out likelihood all the same
+        # unsettled labels are used as they are: the held-out likelihood weighs the twin
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(rows, np.r_[labels, np.full(len(unlabeled), -1)])
     proba = np.zeros((len(unlabeled), n_classes))
@@ -59,11 +44,9 @@ def spread_labels(features, targets, unlabeled, sample_weight=None):
 
 
 def spread_and_fit(C, max_iter, features, targets, unlabeled, sample_weight=None):
-    """A ``LogisticRegression(C)`` fitted on the labeled rows and on the unlabeled rows
-    whose spread class probability (:func:`spread_labels`) reaches ``THRESHOLD``,
-    labeled with that class, and the number of such rows (0: it is the plain
-    regression). The pseudo-labeled rows weigh as much in total as the labeled
-    rows (:func:`~._self_training.fit_with_pseudo_labels`)."""
+    """A ``LogisticRegression(C)`` fitted on the labeled rows and the unlabeled rows whose
+    spread probability (:func:`spread_labels`) reaches ``THRESHOLD``
+    (:func:`~._self_training.fit_with_pseudo_labels`), and the number of such rows."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     proba = spread_labels(features, targets, unlabeled, sample_weight)
     confident = np.flatnonzero(proba.max(axis=1) >= THRESHOLD)

@@ -1,16 +1,8 @@
 """The classifier's closed-form head: logistic regressions, their twins, a boosted member.
 
-``QMatchClassifier`` with few labels and no validation set (``freeze_encoder="auto"``)
-fits no layer with AdamW: its head is logistic regressions on the frozen embedding
-beside the input features (one per weight of the embedding block,
-:mod:`._averaging`), each C chosen by cross-validation on the labeled rows, all
-folds and Cs solved as one batch (:mod:`._logistic_batch`); twins of each
-regression that learn from the unlabeled rows (:mod:`._self_training`,
-:mod:`._label_spreading`); and gradient-boosted trees on the input
-(:mod:`._boosting`) stacked on the regressions' out-of-fold predictions. One
-set of folds serves the choice of C, the twins and the stacking. What it fits
-is a linear layer plus, optionally, the member's trees and weight; its
-prediction is :class:`~._prediction.ClassifierHead`.
+One set of folds serves the regressions (:mod:`._averaging`, :mod:`._logistic_batch`),
+their twins (:mod:`._self_training`, :mod:`._label_spreading`) and the stacking of the
+boosted member (:mod:`._boosting`). Its prediction is :class:`~._prediction.ClassifierHead`.
 """
 
 from dataclasses import dataclass
@@ -42,40 +34,27 @@ from ._logistic_batch import (
 )
 from ._self_training import self_trained_logistic
 
-#: The head a classifier fits in closed form (``freeze_encoder="auto"``
-#: without validation): a logistic regression on the frozen encoder, its C
-#: chosen by cross-validation on the labeled rows. The other heads
-#: (``LINEAR``, ``FINE_TUNED`` of ``.._head``) train with AdamW.
+#: The head a classifier fits in closed form (``freeze_encoder="auto"`` without validation).
 LOGISTIC = "logistic"
 #: Iterations of the logistic head's solver (L-BFGS) for each C.
 LOGISTIC_MAX_ITER = 1000
 #: The logistic head's grid of C, increasing: ``LogisticRegressionCV``'s ten defaults.
 CS = np.logspace(-4, 4, 10)
-#: Cs in a row whose mean held-out score fell, after which a regression's path
-#: stops (:func:`past_the_peak`).
+#: Falls in a row of the mean held-out score that stop a path (:func:`past_the_peak`).
 PATH_PATIENCE = 2
-#: The twins a plain regression of the logistic head may get from the unlabeled rows,
-#: by the fitted attribute that says how much they counted: self-trained
-#: (``self_training=True``) and trained on spread labels (``label_spreading=True``).
+#: A plain regression's possible twins (``self_training=True``, ``label_spreading=True``),
+#: by the fitted attribute that holds their weight.
 TWINS = {"self_training_weight_": self_trained_logistic,
          "label_spreading_weight_": spread_logistic}
 
 
 @dataclass(frozen=True)
 class LogisticAverage:
-    """The closed-form head's regressions averaged into one linear head
-    (:func:`average_logistic`).
+    """The closed-form head's regressions averaged into one linear head.
 
-    ``coef`` (n_classes, n_features) and ``intercept`` give one logit per class
-    (for two classes the regression's one score is the second logit and the
-    first is 0, so the softmax equals its sigmoid); ``embedding_weight`` is sum_k
-    p_k w_k over the regressions, ``twin_weights`` each kind of twin's share of
-    the regressions' weight, ``unconverged`` the C of each regression that did
-    not converge, ``folds`` the cross-validation folds (:func:`head_folds`;
-    None when a class has one row of positive weight), ``paths`` the plain
-    regressions' cross-validation as ``(block weight, coefficient paths of
-    shape (folds, Cs, outputs, features + 1), held-out scores of shape (folds,
-    Cs))``, Cs being those its path reached (empty without folds).
+    ``coef`` gives one logit per class (0 first for two classes), ``paths`` the plain
+    regressions' cross-validation as ``(block weight, coefficients (folds, Cs, outputs,
+    features + 1), held-out scores (folds, Cs))``.
     """
 
     coef: np.ndarray
@@ -91,30 +70,18 @@ class LogisticAverage:
 
 
 def past_the_peak(scores):
-    """Whether a regularisation path whose mean held-out scores so far, C by C,
-    are ``scores`` can stop: the last ``PATH_PATIENCE`` Cs each scored below the
-    C before. Beyond its best C a logistic regression's held-out log-likelihood
-    falls as C grows (the fit grows confident on its own rows), and the largest
-    Cs are the slowest to solve; where the scores rise again after two falls the
-    later Cs are not tried, a choice ``LogisticRegressionCV``, which solves every
-    C, would make differently."""
+    """Whether a path with mean held-out ``scores`` so far can stop: the last
+    ``PATH_PATIENCE`` Cs each scored below the one before. Past its best C the held-out
+    likelihood falls, and the largest Cs are the slowest to solve."""
     return len(scores) > PATH_PATIENCE and bool(np.all(np.diff(scores[-PATH_PATIENCE - 1:]) < 0))
 
 
 def head_folds(targets, seed, sample_weight=None):
-    """The closed-form head's cross-validation folds, a list of ``(train,
-    test)`` row indices, or None when a class has one row of positive weight
-    (the head then fits C=1 without cross-validation).
+    """The closed-form head's folds as ``(train, test)`` row indices, or None when a class
+    has one row of positive weight (the head then fits C=1).
 
-    The rows of positive weight are split by scikit-learn's ``StratifiedKFold``
-    (shuffled by ``seed``) into as many folds (at most 5) as allows the
-    smallest count of them in a class that has any, so that every fold scores
-    and trains on rows that count. Rows of weight 0 count in neither a fit nor
-    a score; they are dealt over the test folds in turn, class by class in an
-    order shuffled by ``seed``, except those of a class with only such rows,
-    which train in every fold, so that every fold's fit has every class (held
-    out in one fold, a lone such row left its class out of the others' fits).
-    Without weights of 0 these are ``StratifiedKFold``'s folds of all the rows.
+    ``StratifiedKFold`` splits the rows of positive weight into at most 5 folds; rows of a
+    class with only weights of 0 train in every fold, so that every fit has every class.
     """
     positive = (np.ones(len(targets), dtype=bool) if sample_weight is None
                 else np.asarray(sample_weight) > 0)
@@ -136,29 +103,13 @@ def head_folds(targets, seed, sample_weight=None):
 
 def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=None,
                      unlabeled=None, twins=()):
-    """The logistic regressions of the closed-form head on ``embeddings``,
-    averaged: a :class:`LogisticAverage`.
+    """The closed-form head's logistic regressions on ``embeddings``, averaged: a
+    :class:`LogisticAverage`.
 
-    The regularisation C is chosen among :data:`CS` by stratified
-    cross-validation (log-loss) on the labeled rows (:func:`head_folds`: as many
-    folds, at most 5, as the smallest class's rows of positive weight allow), as
-    ``LogisticRegressionCV`` chooses it, every fold's and the final regression
-    solved as one batch along the grid
-    (:func:`~._logistic_batch.regularisation_path`), which stops past the best
-    C (:func:`past_the_peak`); C=1 when a class has one. When
-    ``embeddings`` end with ``n_embedding`` embedding columns beside the input
-    features, one regression is fitted for each weight of
-    that block (C chosen for each, on the same folds) and their scores are
-    averaged with weights from their cross-validated log-losses
-    (:func:`~._averaging.weigh_embedding_block`).
-
-    With ``unlabeled`` (the features of unlabeled rows, scaled alike) and
-    cross-validation folds, each regression has a twin at its C for each of
-    ``twins`` (keys of :data:`TWINS`): self-trained
-    (:func:`~._self_training.self_trained_logistic`) or trained on labels spread
-    over the neighbour graph (:func:`~._label_spreading.spread_logistic`), the
-    pseudo-labelling repeated in every fold; none where no unlabeled row is
-    confident. The twins are weighed against the others by the same averaging.
+    C is chosen among :data:`CS` by cross-validated log-loss, as ``LogisticRegressionCV``
+    does, along :func:`~._logistic_batch.regularisation_path`, for each block weight of
+    :func:`~._averaging.weigh_embedding_block`; with ``unlabeled`` rows each regression also
+    gets its ``twins`` (keys of :data:`TWINS`).
     """
     folds = head_folds(targets, seed, sample_weight)
     if unlabeled is None or folds is None:
@@ -168,7 +119,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
                else np.asarray(sample_weight, dtype=float))
     unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
-    block_of_fit = iter(block_weights(n_embedding))  # the block weight of each fit call
+    block_of_fit = iter(block_weights(n_embedding))
 
     def fit(features, unlabeled):
         if folds is None:
@@ -224,29 +175,10 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
 
 
 def honest_out_of_fold(average, embeddings, n_embedding=None):
-    """Out-of-fold logits of the plain closed-form head (``average``, a
-    :class:`LogisticAverage` with folds, without its twins), from the
-    regressions its cross-validation already fitted: on each fold k, each
-    regression's C and the regressions' weights in the average are chosen on
-    the held-out scores of the other folds alone, and the held-out rows of fold
-    k are predicted by the regressions fitted without them (fold k's point of
-    each regularisation path, at that C).
-
-    What stacking weighs a model by must be predictions of rows that chose
-    nothing about the model (Wolpert, 1992, "Stacked generalization", section 2;
-    Breiman, 1996, "Stacked regressions"). A regression refitted out of fold at
-    the C chosen on every row is not such a prediction: the held-out rows' own
-    scores chose its C and its weight in the average, and its out-of-fold
-    likelihood is optimistic, which tilts the stacking away from the boosted
-    member. Here no row's score chooses anything about the regression that
-    predicts it; its label still trains the other folds' regressions, whose
-    scores choose (the price of reusing the head's folds instead of refitting the
-    whole head, cross-validation inside, in every fold: 5 to 6 times the head's
-    regressions). The twins, which learn from the unlabeled rows, are left out:
-    where a member is tried (50 labeled rows or more) they hold little of the
-    weight. A regression stopped short of convergence is used as it is. (Where
-    a path stopped past its best C, the mean score of all folds chose where.)
-    """
+    """Out-of-fold logits of the plain head (no twins) from its cross-validation's fits:
+    fold k's rows predicted with Cs and weights chosen on the other folds, as stacking
+    needs predictions of rows that chose nothing about the model (Wolpert, 1992, "Stacked
+    generalization", section 2; Breiman, 1996, "Stacked regressions")."""
     n_outputs = average.paths[0][1].shape[2]  # 1 for two classes: the second's logit
     logits = np.zeros((len(embeddings), max(n_outputs, 2)))
     for k, (train, test) in enumerate(average.folds):
@@ -265,29 +197,13 @@ def fit_logistic_head_(
     head, embeddings, targets, seed, sample_weight=None, n_embedding=None, inputs=None,
     unlabeled=None, twins=("self_training_weight_",),
 ):
-    """Set ``head`` to the averaged logistic regressions on ``embeddings``
-    (:func:`average_logistic`); a :class:`TrainingResult` and the head's fitted
-    attributes.
+    """Set ``head`` to :func:`average_logistic`; a :class:`TrainingResult` and the fitted
+    attributes (``embedding_weight_`` and each of ``twins``).
 
-    With dense ``inputs`` (the labeled rows as the network reads them), at
-    least ``MIN_BOOSTING_ROWS`` of them, ``MIN_BOOSTING_ROWS_PER_CLASS`` per
-    class on average (:func:`~._boosting.tries_boosted_member`) and two in
-    every class, gradient-boosted
-    trees on ``inputs`` (:func:`~._boosting.fit_boosted_member`, on the same
-    folds) join the head: the predicted probabilities are
-    (1 - pi) softmax(head) + pi p_trees, pi stacked
-    (:func:`~._boosting.stacking_weight`): the pi whose mixture of the
-    out-of-fold probabilities (the plain head's, from its own folds' regressions
-    at Cs and weights the other folds choose, :func:`honest_out_of_fold`, and the
-    tempered trees') is likeliest.
-
-    The attributes: ``embedding_weight_`` (sum_k p_k w_k over the
-    regressions), each of ``twins`` (that kind of twin's share of the
-    regressions' weight), ``boosting_weight_`` (pi),
-    ``boosted_trees_`` (the member's trees as arrays, None when pi is 0 or
-    under ``MIN_BOOSTING_WEIGHT``) and ``boosting_temperature_``; without a
-    member, only the first two (the others keep their
-    ``BaseHeadClassifier._head_attributes`` defaults).
+    With dense ``inputs`` passing :func:`~._boosting.tries_boosted_member`, boosted trees
+    join as (1 - pi) softmax(head) + pi p_trees, pi stacked (:func:`~._boosting.stacking_weight`)
+    on :func:`honest_out_of_fold`, adding ``boosting_weight_``, ``boosted_trees_`` and
+    ``boosting_temperature_`` (else ``BaseHeadClassifier._head_attributes`` defaults).
     """
     average = average_logistic(embeddings, targets, seed, sample_weight, n_embedding,
                                unlabeled, twins)

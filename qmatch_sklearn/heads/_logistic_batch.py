@@ -1,36 +1,14 @@
 """Many L2-penalised logistic regressions on one feature matrix, solved together.
 
-The few-label head fits the same regression again and again on the same labeled
-rows: for every C of its grid, in every cross-validation fold and on all rows,
-and again in every round of self-training. One scikit-learn ``LogisticRegression``
-per problem spends most of its time on a few hundred rows in input validation and
-in the solver's Python loop, not in arithmetic (on wine, 223 L-BFGS runs and 952
-``check_array`` calls for one head). Here the problems are one batch: problem p
-has its own targets, row weights (0 leaves a row out, as a fold does) and C, and
-the whole batch takes one matrix product per solver iteration. The arrays are
-NumPy's: a few dozen labeled rows make many small operations, and a torch
-operation's dispatch costs several times a NumPy one's there (the logistic
-regressions of a head on 15 labeled rows took 0.41 s in torch, 0.17 s here).
-
-Each problem is scikit-learn's ``LogisticRegression(C, solver="lbfgs")`` objective
-(multinomial for three classes or more, one logit for two), as
-``_logistic_regression_path`` writes it, divided by the rows' total weight S:
-
-    F(W, b) = (1 / S) sum_i r_i * CE(softmax(x_i W + b), y_i) + ||W||^2 / (2 C S),
-
-the intercept unpenalised. It is minimised by L-BFGS (Liu & Nocedal, 1989, "On
-the limited memory BFGS method for large scale optimization"; the two-loop
-recursion of Nocedal & Wright, "Numerical Optimization", 2nd ed., algorithm 7.4)
-with a backtracking Armijo line search, per problem: each has its own history, its
-own step and stops on its own when no entry of its gradient exceeds ``tol`` in
-absolute value (scipy's ``gtol``, which scikit-learn sets to its ``tol``).
-
-Fewer rows than features (a few dozen labels beside a 512-wide embedding): the
-optimal W lies in the span of the rows (the representer theorem; Scholkopf,
-Herbrich & Smola, 2001, "A generalized representer theorem"), so with the thin
-SVD X = U Sigma V^T each problem is solved exactly on the features U Sigma, one per
-row, and W = beta V^T (:func:`reduce_features`); the penalty is unchanged, as
-||V beta|| = ||beta||.
+One ``LogisticRegression`` per C, fold and self-training round spends its time in input
+validation, so problem p here has its own targets, row weights and C, one matrix product
+per iteration for all (NumPy: torch's dispatch costs more on few rows). Each minimises
+``LogisticRegression(C, solver="lbfgs")``'s objective divided by the total weight S,
+F = (1 / S) sum_i r_i CE(softmax(x_i W + b), y_i) + ||W||^2 / (2 C S), by L-BFGS (Liu &
+Nocedal, 1989, "On the limited memory BFGS method for large scale optimization"; Nocedal
+& Wright, "Numerical Optimization", 2nd ed., algorithm 7.4) with an Armijo line search.
+With fewer rows than features W lies in the rows' span (Scholkopf, Herbrich & Smola, 2001,
+"A generalized representer theorem"): :func:`reduce_features`.
 """
 
 from dataclasses import dataclass
@@ -47,9 +25,8 @@ ARMIJO, MAX_HALVINGS = 1e-4, 40
 
 @dataclass(frozen=True)
 class LogisticBatch:
-    """Solutions of a batch: ``coef`` (problems, outputs, features),
-    ``intercept`` (problems, outputs), ``n_iter`` (problems,); outputs is
-    1 for two classes (the second class's logit), the number of classes otherwise."""
+    """A batch's ``coef`` (problems, outputs, features), ``intercept`` and ``n_iter``;
+    outputs is 1 for two classes."""
 
     coef: np.ndarray
     intercept: np.ndarray
@@ -58,8 +35,7 @@ class LogisticBatch:
 
 @dataclass(frozen=True)
 class LinearModel:
-    """One solved regression, as scikit-learn's ``LogisticRegression`` exposes it:
-    ``coef_`` (outputs, features) and ``intercept_`` (outputs,)."""
+    """One solved regression with ``LogisticRegression``'s ``coef_`` and ``intercept_``."""
 
     coef_: np.ndarray
     intercept_: np.ndarray
@@ -74,9 +50,7 @@ def _dense(X):
 
 
 def class_logits(X, coef, intercept):
-    """Each problem's logits of the rows ``X`` (problems, rows, classes), the
-    first column 0 for two classes: ``X`` (rows, features), ``coef`` (problems,
-    outputs, features), ``intercept`` (problems, outputs)."""
+    """Each problem's logits (problems, rows, classes) of ``X``, 0 first for two classes."""
     X = np.asarray(X, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
     n_problems, outputs, n_features = coef.shape
@@ -128,9 +102,8 @@ class _Objective:
 
 
 def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
-    """Minus the L-BFGS inverse-Hessian estimate times ``grad`` (two-loop
-    recursion), per problem, from the ``n_pairs`` stored pairs ending at slot
-    ``newest``; a pair of inverse curvature 0 is skipped."""
+    """Minus the L-BFGS inverse-Hessian estimate times ``grad`` (two-loop recursion), per
+    problem, from ``n_pairs`` pairs ending at slot ``newest``; pairs of curvature 0 skipped."""
     order = [(newest - i) % HISTORY for i in range(n_pairs)]
     q = grad.copy()
     alphas = []
@@ -150,9 +123,8 @@ def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
 
 
 def _rows_in_use(X, targets, weights):
-    """``X``, ``targets`` and ``weights`` without the rows that weigh 0 in every
-    problem: they add nothing to F or its gradient, and self-training's first
-    solves read thousands of unlabeled rows that no problem has labeled yet."""
+    """The arguments without the rows of weight 0 in every problem (self-training's first
+    solves read thousands of unlabeled rows no problem has labeled yet)."""
     used = (weights > 0).any(axis=0)
     if used.all():
         return X, targets, weights
@@ -166,23 +138,17 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     Parameters
     ----------
     X : array of shape (n_rows, n_features)
-        The rows every problem reads.
     targets : int array of shape (n_rows,) or (n_problems, n_rows)
-        Class indices in ``range(n_classes)``, shared or per problem.
+        Class indices, shared or per problem.
     weights : array of shape (n_problems, n_rows)
-        Each problem's row weights (0: the row is not in that problem); every
-        problem needs some positive weight.
+        Row weights per problem (0: not in it); each problem needs a positive one.
     C : array of shape (n_problems,)
-        Inverse regularisation strength, as scikit-learn's ``C``.
     n_classes : int
-        Classes of the targets (2: one logit per row).
     init : LogisticBatch, default=None
-        Solutions to start from (a warm start); zeros otherwise.
+        Solutions to warm-start from; zeros otherwise.
     max_iter : int, default=1000
-        L-BFGS iterations at most per problem.
     tol : float, default=1e-4
-        A problem stops when no entry of its gradient exceeds ``tol`` in
-        absolute value.
+        A problem stops when no entry of its gradient exceeds ``tol`` in absolute value.
 
     Returns
     -------
@@ -206,7 +172,7 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     for iteration in range(max_iter):
         if not active.any():
             break
-        live = np.flatnonzero(active)  # only the problems still moving are computed
+        live = np.flatnonzero(active)
         x, f, g = params[live], value[live], grad[live]
         direction = _direction(g, steps[:, live], changes[:, live],
                                inverse_curvature[:, live], n_pairs, newest)
@@ -245,9 +211,7 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
 
 
 def reduce_features(X):
-    """``(features, basis)``: with fewer rows than columns, ``U Sigma`` and
-    ``V^T`` of the thin SVD of ``X`` (coefficients fitted on ``U Sigma`` times
-    ``V^T`` are those of ``X``); otherwise ``X`` and None."""
+    """``(U Sigma, V^T)`` of ``X``'s thin SVD if it is wide, else ``(X, None)``."""
     X = _dense(X)
     if X.shape[0] >= X.shape[1]:
         return X, None
@@ -256,17 +220,13 @@ def reduce_features(X):
 
 
 def expand(coef, basis):
-    """Coefficients fitted on :func:`reduce_features`' features as coefficients of
-    the original columns."""
+    """Coefficients fitted on :func:`reduce_features`' features, of the original columns."""
     return coef if basis is None else coef @ basis
 
 
 def regularisation_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
-    """Every problem of the batch (row ``weights``, shared ``targets``) solved at
-    each C of ``Cs`` in turn, increasing, each C started from the solutions at
-    the previous one (scikit-learn's warm-started path), on ``X`` reduced by
-    :func:`reduce_features` and expanded back: yields one :class:`LogisticBatch`
-    per C, so that a caller can stop the path where it has seen enough."""
+    """Yield one :class:`LogisticBatch` per C of the increasing ``Cs``, each warm-started
+    from the previous (on :func:`reduce_features`), so that a caller can stop early."""
     features, basis = reduce_features(X)
     previous = None
     for C in Cs:
@@ -276,8 +236,7 @@ def regularisation_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1
 
 
 def stack_path(solutions):
-    """The solutions of a path, one :class:`LogisticBatch` per C, as one whose
-    arrays have a second axis for the Cs."""
+    """A path's solutions as one :class:`LogisticBatch` with a second axis for the Cs."""
     return LogisticBatch(*(np.stack([getattr(s, name) for s in solutions], axis=1)
                            for name in ("coef", "intercept", "n_iter")))
 
@@ -289,9 +248,7 @@ def logistic_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
 
 
 def log_likelihood(X, coef, intercept, targets, weights):
-    """The mean log-likelihood per row of ``targets`` (weighted by ``weights``)
-    under each of the regressions ``coef`` (..., outputs, features), scored as
-    :func:`sklearn.metrics.log_loss` scores (probabilities clipped to [eps, 1 - eps])."""
+    """Weighted mean log-likelihood of ``targets`` per regression, as ``log_loss`` clips."""
     lead = coef.shape[:-2]
     logits = class_logits(X, coef.reshape(-1, *coef.shape[-2:]),
                           intercept.reshape(-1, intercept.shape[-1]))

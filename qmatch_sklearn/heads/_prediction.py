@@ -1,17 +1,8 @@
 """What a fitted head does to the network's output, as torch modules: one prediction path.
 
-``predict``, ``predict_proba`` and ``decision_function`` run these modules on the
-network's output, and the ONNX export (``_serving.py``) runs the same modules
-inside its graph, so the two cannot drift apart.
-
-- :class:`ClassifierHead`: the network's logits, or with a boosted member the
-  log of the mixture ``(1 - w) softmax(logits) + w p_trees`` (the stacking of
-  ``_logistic.fit_logistic_head_``), whose softmax is the class probabilities.
-- :class:`Trees`: the member's tempered per-class log-probabilities, every tree
-  walked from its root one level per step for the trees' depth (a fixed count,
-  so that the export is a plain graph), the rows compared in float64.
-- :class:`RegressorHead`: the network's outputs back in the target's units,
-  clipped to the labeled range where the estimator says so.
+``predict``, ``predict_proba``, ``decision_function`` and the ONNX export (``_serving.py``)
+all run these modules, so they cannot drift apart. :class:`Trees` walks every tree one
+level per step for a fixed depth, so that the export is a plain graph.
 """
 
 import numpy as np
@@ -25,9 +16,8 @@ ROWS_PER_BATCH = 2048
 
 
 def tree_depth(trees):
-    """The most edges from a root to a leaf over all the trees. Children point
-    forward and no node has two parents (``_boosting.check_trees``, which ``load``
-    runs): a walk always ends, and each level holds each node once."""
+    """The most edges from a root to a leaf; finite, as ``load`` runs
+    ``_boosting.check_trees``."""
     frontier, depth = trees["roots"], 0
     while True:
         inner = frontier[~trees["is_leaf"][frontier]]
@@ -38,15 +28,12 @@ def tree_depth(trees):
 
 
 def _at(values, node):
-    """``values[node]`` for a (rows, trees) index ``node``, as one flat gather
-    (``index_select``: a third of advanced indexing's time; Gather in ONNX)."""
+    """``values[node]`` for a (rows, trees) index ``node``, as one flat gather (Gather in ONNX)."""
     return values.index_select(0, node.reshape(-1)).view(node.shape)
 
 
 class Trees(nn.Module):
-    """The boosted member's per-class log-probabilities: softmax of its per-class
-    log-odds (the boosting's raw scores; two classes: ``[0, raw]``) divided by
-    ``temperature``, float64."""
+    """The boosted member's float64 log-probabilities at ``temperature``."""
 
     def __init__(self, trees, temperature):
         super().__init__()
@@ -69,8 +56,7 @@ class Trees(nn.Module):
         node = self.roots.unsqueeze(0).expand(rows.shape[0], -1)
         for _ in range(self.depth):
             value = torch.gather(rows, 1, _at(self.feature, node))
-            # NaN goes where missing_left says (logical operators: ONNX Runtime has no
-            # Where on booleans)
+            # logical operators: ONNX Runtime has no Where on booleans
             missing = torch.isnan(value)
             left = ((missing & _at(self.missing_left, node))
                     | (~missing & (value <= _at(self.threshold, node))))
@@ -83,9 +69,8 @@ class Trees(nn.Module):
 
 
 class ClassifierHead(nn.Module):
-    """(network logits, the network's input rows) -> the classifier's logits, float32:
-    the network's own, or with ``trees`` (weighed ``weight``) the log of the
-    mixture of both models' probabilities; softmax gives ``predict_proba``."""
+    """(logits, input rows) -> the classifier's float32 logits: with ``trees``, the log of
+    ``(1 - weight) softmax(logits) + weight p_trees``."""
 
     def __init__(self, trees=None, temperature=1.0, weight=0.0):
         super().__init__()
@@ -103,8 +88,8 @@ class ClassifierHead(nn.Module):
 
 
 class RegressorHead(nn.Module):
-    """Network outputs -> targets in their units (float64), one column per output,
-    clipped to ``[low, high]`` where those are given (``clip_predictions``)."""
+    """Network outputs -> float64 targets in their units, clipped to ``[low, high]`` if
+    given (``clip_predictions``)."""
 
     def __init__(self, mean, scale, low=None, high=None):
         super().__init__()
@@ -121,9 +106,7 @@ class RegressorHead(nn.Module):
 
 
 def run_head(head, outputs, rows=None):
-    """``head`` over the network's ``outputs`` (NumPy, at least one row) and, for a
-    classifier's head, the network's input ``rows`` (dense or sparse),
-    ``ROWS_PER_BATCH`` rows at a time; a NumPy array."""
+    """``head`` on the NumPy ``outputs`` (and a classifier's input ``rows``) in batches."""
     results = []
     with torch.no_grad():
         for start in range(0, len(outputs), ROWS_PER_BATCH):

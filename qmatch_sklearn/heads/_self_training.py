@@ -1,25 +1,14 @@
 """Self-training: a logistic regression refitted on the unlabeled rows it labels confidently.
 
-The few-label head of ``QMatchClassifier`` sees a few labeled rows and many
-unlabeled ones. Self-training (Yarowsky, 1995, "Unsupervised word sense
-disambiguation rivaling supervised methods"; for neural networks, pseudo-labels:
-Lee, 2013, "Pseudo-Label: the simple and efficient semi-supervised learning method
-for deep neural networks", which labels every row by its argmax, without a
-threshold) lets the unlabeled rows shape the decision boundary:
-fit on the labeled rows, give every unlabeled row whose predicted class
-probability reaches ``THRESHOLD`` that class as its label, refit on both, and
-repeat until the pseudo-labels no longer change (at most ``MAX_ROUNDS`` refits),
-as scikit-learn's ``SelfTrainingClassifier`` does, except that the pseudo-labeled
-rows together weigh as much as the labeled rows (:func:`pseudo_label_weight`; Lee's
-loss likewise weighs its pseudo-label term against the labeled one by a
-coefficient). Where the classes are clusters
-that the embedding separates, the boundary moves into the gaps between them;
-where they are not, confident mistakes reinforce themselves. So the
-self-trained regression is never taken on faith: :func:`self_trained_logistic`
-repeats the whole procedure inside every cross-validation fold (the held-out
-labeled rows never label an unlabeled row) and returns its held-out
-log-likelihood, by which the head weighs it against the plain regressions
-(pseudo-Bayesian model averaging, :func:`~._averaging.pseudo_bma_weights`).
+Self-training (Yarowsky, 1995, "Unsupervised word sense disambiguation rivaling supervised
+methods"; Lee, 2013, "Pseudo-Label: the simple and efficient semi-supervised learning
+method for deep neural networks"): fit on the labeled rows, label each unlabeled row whose
+class probability reaches ``THRESHOLD``, refit on both, until the pseudo-labels settle
+(at most ``MAX_ROUNDS`` refits), as ``SelfTrainingClassifier`` does but with the
+pseudo-labels weighing as much as the labels (:func:`pseudo_label_weight`). Confident
+mistakes can reinforce themselves, so :func:`self_trained_logistic` repeats it in every
+fold and the head weighs it by its held-out log-likelihood
+(:func:`~._averaging.pseudo_bma_weights`).
 """
 
 import warnings
@@ -46,9 +35,7 @@ from ._logistic_batch import (
 THRESHOLD = 0.75
 #: Refits at most, after the fit on the labeled rows alone.
 MAX_ROUNDS = 5
-#: Unlabeled rows the head reads at most (a seeded sample of them): the refits'
-#: cost grows with them, and a few thousand rows already outnumber a few hundred
-#: labels many times.
+#: Unlabeled rows the head reads at most (a seeded sample): the refits' cost grows with them.
 MAX_UNLABELED_ROWS = 4096
 
 
@@ -63,8 +50,7 @@ def unlabeled_sample(n_unlabeled, seed):
 def fit_logistic(C, max_iter, features, targets, sample_weight):
     model = LogisticRegression(C=C, max_iter=max_iter)
     with warnings.catch_warnings():
-        # at most max_iter iterations: a regression stopped short is scored as it is,
-        # and weighs little where that costs it likelihood
+        # a regression stopped short is scored as it is: its likelihood weighs it
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(features, targets, sample_weight=sample_weight)
 
@@ -74,21 +60,15 @@ def _rows(sample_weight, rows):
 
 
 def pseudo_label_weight(labeled_weight, n_pseudo):
-    """Each pseudo-labeled row's weight: ``n_pseudo`` of them together weigh as much
-    as the labeled rows (``labeled_weight``, their total). C was chosen by
-    cross-validation for the labeled rows' loss; thousands of pseudo-labeled rows
-    each weighing as much as a labeled one would make the same C a far weaker
-    penalty (an overconfident regression, which the held-out likelihood then
-    rejects) and drown the labels they came from. On digits with 3% of the rows
-    labeled, the self-trained twin's weight in the head went from 0 to 0.94-0.97
-    on 2 of 3 draws with this, its accuracy up by 3-5 points there."""
+    """Each pseudo-labeled row's weight, so that ``n_pseudo`` of them weigh
+    ``labeled_weight`` in total: C was chosen for the labeled rows' loss, and thousands of
+    full-weight pseudo-labels would weaken its penalty and drown the labels."""
     return labeled_weight / n_pseudo
 
 
 def fit_with_pseudo_labels(C, max_iter, features, targets, weights, pseudo_rows, pseudo):
-    """A ``LogisticRegression(C)`` fitted on the labeled rows (``features``,
-    ``targets``, ``weights``) and the rows ``pseudo_rows`` labeled ``pseudo``, each
-    weighing :func:`pseudo_label_weight`."""
+    """A ``LogisticRegression(C)`` fitted on the labeled rows and ``pseudo_rows`` labeled
+    ``pseudo``, each weighing :func:`pseudo_label_weight`."""
     return fit_logistic(
         C, max_iter, np.vstack([features, pseudo_rows]), np.r_[targets, pseudo],
         np.r_[weights, np.full(len(pseudo), pseudo_label_weight(np.sum(weights), len(pseudo)))],
@@ -96,16 +76,11 @@ def fit_with_pseudo_labels(C, max_iter, features, targets, weights, pseudo_rows,
 
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
-    """The self-trained twin of the plain regression at ``C``, as
-    :func:`twin_logistic` returns it: (model, mean held-out log-likelihood per
-    row) or None when no unlabeled row was pseudo-labeled.
+    """The self-trained twin of the plain regression at ``C``, as :func:`twin_logistic`
+    returns it, or None when no unlabeled row was pseudo-labeled.
 
-    Self-training (see the module) runs on every labeled row and, held-out rows
-    left out, inside every fold of ``folds``, all as one batch of regressions
-    (:func:`~._logistic_batch.fit_logistic_batch`) that refits, round by round,
-    only the problems whose pseudo-labels changed, each from its last solution.
-    The pseudo-labeled rows of a problem weigh as much in total as its labeled
-    rows (:func:`pseudo_label_weight`)."""
+    All rows and every fold are one batch (:func:`~._logistic_batch.fit_logistic_batch`),
+    each round refitting only the problems whose pseudo-labels changed."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     n_labeled, n_classes = len(targets), int(targets.max()) + 1
     rows, basis = reduce_features(np.vstack([_dense(features), _dense(unlabeled)]))
@@ -161,19 +136,12 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
 
 def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
                   sample_weight=None):
-    """A twin of the plain regression that also learns from pseudo-labeled
-    ``unlabeled`` rows: ``train_twin(C, max_iter, features, targets, unlabeled,
-    sample_weight) -> (model, n_pseudo)`` (:func:`~._label_spreading.spread_and_fit`)
-    on every labeled row, and its mean
-    cross-validated log-likelihood per row on ``folds``, or None when no
-    unlabeled row was pseudo-labeled (it would be the plain regression, and
-    would count twice in the head's average): ``train_twin`` repeated
-    inside each fold (the held-out rows neither train nor pseudo-label), scored
-    as ``LogisticRegressionCV`` scores the plain regression, the mean over folds
-    of minus the (weighted) log-loss of the held-out rows. ``C`` is the plain
-    regression's, chosen on the same folds: the plain score is the best over the
-    Cs and so a little optimistic, the twin's is not, and a twin wins
-    only where it predicts the held-out rows better all the same."""
+    """``(model, log_likelihood)``: ``train_twin(C, max_iter, features, targets, unlabeled,
+    sample_weight) -> (model, n_pseudo)`` (:func:`~._label_spreading.spread_and_fit`) on
+    every labeled row, and its mean held-out log-likelihood on ``folds`` (repeated in each
+    fold, scored as ``LogisticRegressionCV`` does); None when nothing was pseudo-labeled,
+    as it would count twice in the average. ``C`` is the plain regression's, whose score
+    is thus a little optimistic: a twin wins only where it predicts better all the same."""
     model, n_pseudo = train_twin(C, max_iter, features, targets, unlabeled, sample_weight)
     if not n_pseudo:
         return None
