@@ -12,7 +12,6 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._budget import resolve_max_epochs
-from ._categorical import expand_groups
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._distributed import current_group
@@ -27,16 +26,22 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import check_missing_columns, fill_and_indicate
 from ._networks import EncoderNetworkMixin, isolated_global_rng
 from ._passthrough import balanced, embedding_balance
 from ._persistence import PersistenceMixin
 from ._precision import resolve_precision
-from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._table import TableAttributes, TableInput
-from ._validation import check_two_samples, column_groups
+from ._table import (
+    TableAttributes,
+    TableInput,
+    center_input,
+    check_missing_columns,
+    check_two_samples,
+    column_groups,
+    expand_groups,
+    fill_and_indicate,
+)
 from ._warnings import warn
 
 #: At most this many fit rows, drawn at random, give the passthrough balance of the
@@ -394,7 +399,7 @@ class BasePretextEncoder(
         return self._table_input.n_inputs + len(self.missing_indicators_) + self.embedding_dim
 
     def _missing_values_layer(self):
-        """The network's :class:`~._missing.MissingValues` input layer, or None."""
+        """The network's :class:`~._networks.MissingValues` input layer, or None."""
         return self.network_[0] if self._table_input.fitted_with_missing else None
 
     def __sklearn_tags__(self):

@@ -15,10 +15,9 @@ from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
-from ._categorical import MAX_CATEGORIES
 from ._networks import isolated_global_rng
 from ._precision import PRECISIONS
-from ._table import TableInput
+from ._table import MAX_CATEGORIES, TableInput
 from .heads._boosting import check_trees
 
 #: What a fitted estimator's ``device_`` may be: a torch device with its index.

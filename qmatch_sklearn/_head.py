@@ -28,17 +28,22 @@ from ._engine import (
     split_datasets,
     train_net,
 )
-from ._missing import has_missing
 from ._networks import EncoderNetworkMixin, isolated_global_rng, lecun_normal_
 from ._passthrough import WithInput
 from ._persistence import PersistenceMixin
 from ._precision import resolve_precision
-from ._scaling import center_input
 from ._seeding import draw_seeds
 from ._split import resolve_validation_fraction, split_rows
-from ._table import NO_Y, TableAttributes, TableInput, as_pandas
+from ._table import (
+    NO_Y,
+    TableAttributes,
+    TableInput,
+    as_pandas,
+    center_input,
+    check_two_samples,
+    has_missing,
+)
 from ._time_limit import expired, note_if_expired, time_limit
-from ._validation import check_two_samples
 from ._warnings import warn
 from .methods import QMatchEncoder
 

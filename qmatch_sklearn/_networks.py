@@ -9,16 +9,50 @@ import copy
 import math
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from torch import nn
-
-from ._missing import missing_values_skeleton
 
 #: Layer widths of the paper's i-Mix encoder (2048-2048-4096-4096-8192, maxout 4).
 IMIX_HIDDEN_SIZES = (2048, 2048, 4096, 4096, 8192)
 #: Hidden widths of the default ``"mlp"`` encoder: small enough for a CPU.
 MLP_HIDDEN_SIZES = (512, 512)
 MAXOUT_PIECES = 4
+
+
+class MissingValues(nn.Module):
+    """x -> [x with each NaN replaced by its column's fill value, 1{x_j is NaN} for j in
+    ``indicated``]: the input layer of an encoder fitted on rows with missing values.
+
+    Parameters
+    ----------
+    fill_values : Tensor of shape (n_features,)
+        Each column's observed mean at fit.
+    indicated : Tensor of int64
+        The columns whose missingness was informative at fit
+        (:func:`informative_missingness`): each gets an indicator channel. A
+        NaN in another column is filled all the same.
+    """
+
+    def __init__(self, fill_values, indicated):
+        super().__init__()
+        # copies: the arrays may be read-only (a memory-mapped, unpickled estimator)
+        self.register_buffer("fill_values", torch.tensor(fill_values, dtype=torch.float32))
+        self.register_buffer("indicated", torch.tensor(indicated, dtype=torch.int64))
+
+    @property
+    def n_outputs(self):
+        return len(self.fill_values) + len(self.indicated)
+
+    def forward(self, x):
+        missing = torch.isnan(x)
+        filled = torch.where(missing, self.fill_values.to(x.dtype), x)
+        return torch.cat([filled, missing[:, self.indicated].to(x.dtype)], dim=1)
+
+
+def missing_values_skeleton(n_features, indicated):
+    """An untrained :class:`MissingValues` of the right shape, for loading."""
+    return MissingValues(np.zeros(n_features, dtype=np.float32), np.asarray(indicated))
 
 
 class Maxout(nn.Module):
@@ -37,10 +71,10 @@ class InputScale(nn.Module):
     encoder's first layer, for the authors' input batch norm with statistics frozen at 0/1.
 
     ``weight`` is learned; ``mean`` and ``compression`` (at most 1) are fixed from the fit rows
-    (:func:`~._scaling.center_input`), so that sparse and dense rows train alike and no fit row
+    (:func:`~._table.center_input`), so that sparse and dense rows train alike and no fit row
     of a column of rare values enters beyond ``BOUND`` standard deviations. No shift (the next
     layer has a bias or a batch norm), and no normalisation, which would undo the numeric map's
-    bound (:mod:`._scaling`; docs/design.md, "input batch norm")."""
+    bound (:mod:`._table`; docs/design.md, "input batch norm")."""
 
     #: The largest value a fit row enters with, in its column's standard deviations.
     BOUND = 3.0
@@ -56,7 +90,7 @@ class InputScale(nn.Module):
     @torch.no_grad()
     def reset_parameters(self):
         """Weight 1, mean 0, compression 1, bounds float32's largest (finite, as a saved file's
-        numbers must be) until :func:`~._scaling.center_input` sets them."""
+        numbers must be) until :func:`~._table.center_input` sets them."""
         self.weight.fill_(1.0)
         self.mean.zero_()
         self.compression.fill_(1.0)
@@ -241,7 +275,7 @@ class EncoderNetworkMixin:
 
     def _build_encoder(self, n_features, generator, missing=None):
         """The encoder for rows of ``n_features`` columns, behind ``missing`` (a
-        :class:`~._missing.MissingValues` layer) if given."""
+        :class:`MissingValues` layer) if given."""
         width = n_features if missing is None else missing.n_outputs
         encoder = build_encoder(width, self.hidden_sizes, self.embedding_dim, self.architecture,
                                 generator)

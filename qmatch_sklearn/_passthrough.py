@@ -41,7 +41,7 @@ def balanced(Z, mean, scale):
 
 class WithInput(nn.Module):
     """``x -> [x, (encoder(x) - mean) * scale]``: a ``passthrough=True`` encoder's ``transform``,
-    for a classifier's head. With ``missing`` (a :class:`~._missing.MissingValues` layer) the
+    for a classifier's head. With ``missing`` (a :class:`~._networks.MissingValues` layer) the
     filled features and their missing indicators stand for ``x``."""
 
     def __init__(self, encoder, mean, scale, missing=None):

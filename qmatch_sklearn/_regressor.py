@@ -26,7 +26,7 @@ from ._head import (
     PretrainedEncoderMixin,
     RandomInitMixin,
 )
-from ._scaling import mean_and_std, power_of_two_above
+from ._table import mean_and_std, power_of_two_above
 from .heads import RIDGE, RegressorHead, fit_ridge_head_, run_head
 
 #: The most standard deviations a validation target may lie from the labeled targets'

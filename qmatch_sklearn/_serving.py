@@ -8,11 +8,11 @@ graph (``_onnx.py``): the same arithmetic as ``predict``, not a re-implementatio
 import torch
 from torch import nn
 
-from ._scaling import MAX_DEVIATION
+from ._table import MAX_DEVIATION
 
 
 class Scaled(nn.Module):
-    """The numeric map of ``_scaling.py``; with ``fills_missing`` a NaN becomes 0."""
+    """The numeric map of ``_table.py``; with ``fills_missing`` a NaN becomes 0."""
 
     def __init__(self, center, scale, fills_missing):
         super().__init__()

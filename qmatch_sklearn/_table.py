@@ -1,56 +1,837 @@
-"""The table input: everything an estimator learns about the columns of ``X``, in one object.
+"""The table input: everything an estimator learns about the columns of ``X``, in one place.
 
-An estimator's network never reads ``X`` as the user passed it. :class:`TableInput`
-is fitted once, in ``fit``, on every row of ``X`` (no label is read), and makes
-the network's input rows of any table afterwards:
+An estimator's network never reads ``X`` as the user passed it. :class:`TableInput` is fitted
+once, in ``fit``, on every row of ``X`` (no label is read), and makes the network's input rows
+of any table afterwards. pandas DataFrames, polars DataFrames and pyarrow Tables (read as the
+pandas DataFrames they convert to), NumPy arrays and sparse matrices all enter here, and a new
+kind of column is added here. What it learns:
 
-- which columns are categorical and their categories (``_categorical.py``):
-  each categorical column becomes a one-hot block of its categories;
-- the numeric map (``_scaling.py``): each numeric column in the network's units;
-- the missing-value layer (``_missing.py``): which columns had missing values and
-  which of them get an indicator channel; the layer itself, with the fill values,
-  is the first module of the network.
+- **Categorical columns** (``categorical_features``; "from_dtype" reads a DataFrame's
+  ``category``, ``string`` and ``object`` columns, as ``HistGradientBoostingClassifier``
+  does): their categories (``categories_``: declared, else the observed values, sorted). Each
+  becomes a one-hot block of the input, all zeros for a missing value or an unseen category
+  (``OneHotEncoder(handle_unknown="ignore")``), corrupted as one unit (``_corruption.py``).
+  Other non-numeric columns (dates, durations) are refused by name.
+- **The numeric map**: each numeric column to the network's units, fitted in float64 on all
+  rows, ``x' = clip((x - center_) / scale_, -MAX_DEVIATION, MAX_DEVIATION)``. A column of more
+  than two values is standardised (``StandardScaler``, the few-label benchmark's
+  preprocessing), its scale at least its range over ``MAX_DEVIATION``, so that rare values
+  (a pixel bright in a few rows) do not become outliers of hundreds of standard deviations; a
+  two-valued column goes to {0, 1}; a constant one reads 0. Every case is invariant to a
+  column's affine units. Sparse input is scaled, not centred
+  (``StandardScaler(with_mean=False)``). A quantile map (the paper's preprocessing) is a
+  Pipeline step away (``docs/design.md``).
+- **Missing values** (NaN): the missing-value layer, the first module of the network
+  (:class:`~._networks.MissingValues`), fills each with its column's observed mean and gives
+  an indicator channel to each column whose missingness is related to the rest of the row
+  (:func:`informative_missingness`): indicators of values missing at random are noise
+  (``benchmarks/results/missing.md``).
+- **The encoder's input layer**: its fixed mean and compression over the fit rows
+  (:func:`center_input`).
 
-pandas DataFrames, polars DataFrames and pyarrow Tables (read as the pandas
-DataFrames they convert to), NumPy arrays and sparse matrices all enter here.
-An estimator keeps its table input as ``_table_input``, and a classifier or
-regressor around a library encoder reads ``X`` with the encoder's own (reused
-whole from a ``FrozenEstimator``), so the columns are read one way. ``transform``,
-``predict``, :func:`~qmatch_sklearn.save` and the ONNX export all read it; a new
-kind of column is added here.
+An estimator keeps its table input as ``_table_input``; a classifier or regressor around a
+library encoder reads ``X`` with the encoder's own (reused whole from a ``FrozenEstimator``).
+``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export all read it.
 """
 
+import contextlib
+
 import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import torch
+from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_string_dtype
+from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_X_y, validate_data
 
-from ._categorical import (
-    as_frame,
-    categorical_mask,
-    check_dtypes_unchanged,
-    fit_categories,
-    input_feature_names,
-    input_origin,
-    input_starts,
-    input_widths,
-    one_hot_table,
-    refuse_an_array,
-    refuse_unreadable_columns,
-    warn_mismatched_kinds,
-)
 from ._constraints import NETWORK_CONSTRAINTS
-from ._missing import (
-    check_missing_columns,
-    has_missing,
-    indicated_features,
-    missing_columns,
-    missing_values_layer,
-    zero_missing,
-)
+from ._networks import Encoder, InputScale, MissingValues
 from ._precision import check_float32_default
-from ._scaling import apply_scaling, fit_scaling
-from ._validation import holds_non_numbers
 from ._warnings import warn
+
+# Columns named by a parameter (feature_groups, categorical_features): by index or name.
+
+def name_positions(names):
+    """``{name: position}`` of X's column names, or None when X has none."""
+    return None if names is None else {name: j for j, name in enumerate(names)}
+
+
+def column_position(column, positions, n_features, parameter):
+    """The position in 0..n_features-1 of ``column``, an index (negative ones count
+    from the end) or a name looked up in ``positions`` (:func:`name_positions`;
+    None: X has no column names). Raises a ValueError that names ``parameter``
+    for an unknown name or index."""
+    if isinstance(column, str):
+        if positions is None:
+            raise ValueError(
+                f"{parameter} names the column {column!r}, but X has no column names "
+                "(pass a DataFrame, or column indices)."
+            )
+        if column not in positions:
+            raise ValueError(
+                f"{parameter} names the column {column!r}, which is not among X's columns."
+            )
+        return positions[column]
+    j = int(column)
+    if not -n_features <= j < n_features:
+        raise ValueError(
+            f"{parameter} has the column index {j}, but X has {n_features} columns."
+        )
+    return j % n_features
+
+
+# Checks on the rows, before anything trains on them.
+
+def holds_non_numbers(X):
+    """Whether dense ``X`` holds values that do not convert to numbers (strings, say).
+
+    Judged from ``X`` itself: a DataFrame's columns of a non-numeric dtype, or
+    an array (or nested list) of strings or objects, tried as float.
+    """
+    if sp.issparse(X):
+        return False
+    if isinstance(X, pd.DataFrame):
+        columns = [X[name].to_numpy() for name in X.columns if not is_numeric_dtype(X[name])]
+    else:
+        try:
+            columns = [np.asarray(X)]
+        except ValueError:  # ragged nested lists: not a matter of numbers
+            return False
+    for column in columns:
+        if column.dtype.kind in "OUS":
+            try:
+                column.astype(np.float64)
+            except (TypeError, ValueError):
+                return True
+    return False
+
+
+def check_two_samples(estimator, n_samples):
+    if n_samples < 2:
+        raise ValueError(
+            f"{type(estimator).__name__} needs at least 2 samples to fit (batch "
+            f"normalisation), got n_samples = {n_samples}."
+        )
+
+
+def column_groups(estimator, feature_groups, n_features):
+    """``feature_groups`` as each column's group id in 0..G-1 (a column in no
+    group is a group of its own), or None when there are no groups.
+
+    Names are looked up in ``feature_names_in_`` (set when the table input reads ``X``).
+    Raises a ValueError for an unknown name or index, or a column in two groups.
+    """
+    if feature_groups is None:
+        return None
+    positions = name_positions(getattr(estimator, "feature_names_in_", None))
+    group_of = np.full(n_features, -1, dtype=np.int64)
+    for g, group in enumerate(feature_groups):
+        for column in group:
+            j = column_position(column, positions, n_features, "feature_groups")
+            if group_of[j] != -1:
+                raise ValueError(
+                    f"Column {column!r} is in two groups of feature_groups (groups "
+                    f"{int(group_of[j])} and {g}); each column can be in one group only."
+                )
+            group_of[j] = g
+    alone = np.flatnonzero(group_of == -1)
+    group_of[alone] = len(feature_groups) + np.arange(len(alone))
+    return group_of
+
+
+# Categorical columns: one-hot blocks of the network's input.
+
+#: Categories one column may have: a wider one-hot block is an identifier, not a
+#: category (HistGradientBoostingClassifier's limit too).
+MAX_CATEGORIES = 255
+
+
+def _is_categorical_dtype(dtype):
+    """Whether ``categorical_features="from_dtype"`` reads a column of ``dtype``
+    as categorical: ``category``, ``string`` or ``object``."""
+    return isinstance(dtype, pd.CategoricalDtype) or is_string_dtype(dtype)
+
+
+def _categorical_dtypes(frame):
+    """Per column of a DataFrame, whether its dtype is categorical
+    (:func:`_is_categorical_dtype`)."""
+    return np.array([_is_categorical_dtype(dtype) for dtype in frame.dtypes])
+
+
+def refuse_unreadable_columns(X, mask):
+    """Raise a ValueError naming the columns of the DataFrame ``X`` that are not
+    categorical (``mask``, None: none is) and whose dtype is neither numeric,
+    bool nor categorical: dates, durations, periods, intervals. Read as numbers
+    they would be nanoseconds since 1970 (or fail to convert), and read as
+    categories every later date would be a category unseen at fit."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
+        mask = np.zeros(X.shape[1], dtype=bool)
+    unreadable = [
+        f"{X.columns[j]!r} ({dtype})" for j, dtype in enumerate(X.dtypes)
+        if not mask[j] and not (
+            is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype))
+    ]
+    if unreadable:
+        raise ValueError(
+            f"Column(s) {', '.join(unreadable)} of X are neither numeric nor categorical. "
+            "Convert them upstream: a date to numbers (its year, month, day of the week, "
+            "or days since a reference date), a duration to seconds, or either to strings "
+            "to read it as categories."
+        )
+
+
+def categorical_mask(X, categorical_features):
+    """Which columns of ``X`` are categorical under ``categorical_features``,
+    as a boolean mask, or None when none is.
+
+    ``"from_dtype"`` reads a DataFrame's dtypes (any other input has none);
+    indices, names or a boolean mask are checked against ``X``'s columns.
+    """
+    if categorical_features is None:
+        return None
+    if isinstance(categorical_features, str):  # "from_dtype"
+        if not isinstance(X, pd.DataFrame):
+            return None
+        mask = _categorical_dtypes(X)
+        return mask if mask.any() else None
+    if sp.issparse(X):
+        as_frame(X)  # refused: categorical columns of a sparse matrix
+    if not isinstance(X, pd.DataFrame) and np.ndim(X) != 2:
+        return None  # validate_data's error for input that is not 2-D follows
+    n_features = np.shape(X)[1]
+    given = list(categorical_features)
+    if given and all(isinstance(item, (bool, np.bool_)) for item in given):
+        if len(given) != n_features:
+            raise ValueError(
+                f"categorical_features is a boolean mask of {len(given)} entries, but X has "
+                f"{n_features} columns."
+            )
+        mask = np.asarray(given, dtype=bool)
+        return mask if mask.any() else None
+    positions = name_positions(X.columns) if isinstance(X, pd.DataFrame) else None
+    mask = np.zeros(n_features, dtype=bool)
+    for item in given:
+        mask[column_position(item, positions, n_features, "categorical_features")] = True
+    return mask if mask.any() else None
+
+
+def as_frame(X):
+    if sp.issparse(X):
+        raise ValueError(
+            "categorical_features needs dense X (a DataFrame or an array): categorical "
+            "columns of a sparse matrix are not supported. One-hot encode them upstream."
+        )
+    return X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+
+
+def _name(X, j):
+    return repr(X.columns[j]) if isinstance(X, pd.DataFrame) else f"{j}"
+
+
+def fit_categories(X, mask):
+    """The categories of each categorical column of ``X``: a ``category``
+    column's declared categories, else its distinct non-missing values
+    (sorted when they sort). Raises a ValueError for a column with none (all
+    missing) or more than ``MAX_CATEGORIES``."""
+    frame = as_frame(X)
+    categories = []
+    for j in np.flatnonzero(mask):
+        column = frame.iloc[:, j]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            values = column.cat.categories.to_numpy()
+        else:
+            try:
+                values = pd.unique(column.dropna().to_numpy())
+            except TypeError as error:  # lists, dicts, sets: no category compares equal
+                raise ValueError(
+                    f"Categorical column {_name(X, j)} of X holds values that cannot be "
+                    f"categories ({error}). Convert them upstream, e.g. to strings."
+                ) from error
+            # values of several types do not sort: they keep their order of appearance
+            with contextlib.suppress(TypeError):
+                values = np.sort(values)
+        if column.isna().all() or len(values) == 0:
+            raise ValueError(
+                f"Categorical column {_name(X, j)} of X has no observed value (all missing): "
+                "there is nothing to learn from it. Drop it before fitting."
+            )
+        if len(values) > MAX_CATEGORIES:
+            raise ValueError(
+                f"Categorical column {_name(X, j)} of X has {len(values)} categories, more "
+                f"than {MAX_CATEGORIES}: as one-hot columns it would mostly be an identifier. "
+                "Drop it, or encode it upstream (e.g. sklearn's TargetEncoder)."
+            )
+        categories.append(_plain_categories(values))
+    return categories
+
+
+#: The plain dtype of an object array whose items are all of one kind of scalar.
+_PLAIN_KINDS = ((str, str), ((bool, np.bool_), bool), ((int, np.integer), np.int64),
+                ((float, np.floating), np.float64))
+
+
+def _plain_categories(values):
+    """A column's categories ``values`` in a plain dtype (str, bool, int64 or
+    float64) when they are an object array of one such kind of scalar (an object
+    column of strings, of Python ints, of booleans): they match the same values,
+    and a file written by ``qmatch_sklearn.save``, which holds numbers and strings
+    only, can store them. Other objects (pandas intervals of ``pd.cut``, say)
+    stay as they are."""
+    if values.dtype.kind != "O":
+        return values
+    for types, dtype in _PLAIN_KINDS:
+        # a bool is an int: the booleans are told apart first
+        if all(isinstance(value, types) and (dtype is bool or not isinstance(
+                value, (bool, np.bool_))) for value in values):
+            with contextlib.suppress(OverflowError):  # an int beyond int64 stays an object
+                return values.astype(dtype)
+    return values
+
+
+def input_widths(n_features, mask, categories):
+    """How many network input columns each column of ``X`` becomes (1, or its
+    number of categories)."""
+    widths = np.ones(n_features, dtype=np.int64)
+    if mask is not None:
+        widths[mask] = [len(values) for values in categories]
+    return widths
+
+
+def input_origin(widths):
+    """For each network input column, the column of ``X`` it comes from."""
+    return np.repeat(np.arange(len(widths)), widths)
+
+
+def input_starts(widths):
+    """For each column of ``X``, its first network input column."""
+    return np.cumsum(widths) - widths
+
+
+def expand_groups(group_of, widths):
+    """Corruption groups over the network's input: ``group_of`` (each column
+    of ``X``'s group, or None: each column alone) spread over the one-hot
+    blocks, so that a block is always one unit. None when nothing is grouped."""
+    if group_of is None and (widths == 1).all():
+        return None
+    base = np.arange(len(widths)) if group_of is None else group_of
+    return np.repeat(base, widths)
+
+
+def input_feature_names(names, mask, categories):
+    """Names of the network's input columns: a categorical column ``c`` becomes
+    ``c_<category>`` for each category, as ``OneHotEncoder`` names them."""
+    if mask is None:
+        return np.asarray(names, dtype=object)
+    out, blocks = [], iter(categories)
+    for name, is_categorical in zip(names, mask, strict=True):
+        out += [f"{name}_{value}" for value in next(blocks)] if is_categorical else [name]
+    return np.asarray(out, dtype=object)
+
+
+def refuse_an_array(estimator, X, mask):
+    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
+    categorical columns ``mask`` when ``X`` is not a DataFrame (it has no dtypes)."""
+    if not isinstance(X, pd.DataFrame):
+        names = np.asarray(getattr(estimator, "feature_names_in_", np.arange(len(mask))))
+        names = names[mask]
+        raise ValueError(
+            f"{type(estimator).__name__} was fitted on a DataFrame with categorical columns "
+            f"({', '.join(map(str, names))}); "
+            f"pass a DataFrame with the same columns, not {type(X).__name__}."
+        )
+
+
+def check_dtypes_unchanged(X, mask):
+    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
+    columns of the DataFrame ``X`` whose kind (categorical or numeric) differs
+    from fit's ``mask``, compared by position (the names were checked before)."""
+    changed = np.flatnonzero(_categorical_dtypes(X) != mask)
+    if len(changed):
+        described = ", ".join(
+            f"{X.columns[j]!r} ({'categorical' if mask[j] else 'numeric'} "
+            f"at fit, dtype {X.dtypes.iloc[j]} now)"
+            for j in changed
+        )
+        raise ValueError(
+            f"Column(s) of X changed kind since fit: {described}. Cast them back to the "
+            "dtype they had at fit."
+        )
+
+
+def _kinds(values):
+    """The kinds of scalar among ``values`` (str, bool, number, or a type's name)."""
+    def kind(value):
+        if isinstance(value, str):
+            return "str"
+        if isinstance(value, (bool, np.bool_)):
+            return "bool"
+        if isinstance(value, (int, float, np.number)):
+            return "number"
+        return type(value).__name__
+    return {kind(value) for value in values}
+
+
+def one_hot_table(X, mask, categories, numeric):
+    """The network's input rows: the numeric columns (already checked, float32)
+    and each categorical column's one-hot block, in the columns' order; a
+    missing or unseen category is a block of zeros. Also, for each categorical
+    column none of whose values is a category, nor of the same kind of scalar as
+    the categories (1, 2, 3 at fit; "1", "2", "3" now), which every row then reads
+    as missing: its position, its values' kinds, its categories' kinds and its
+    first categories."""
+    frame = as_frame(X)
+    widths = input_widths(len(mask), mask, categories)
+    starts = input_starts(widths)
+    out = np.zeros((frame.shape[0], int(widths.sum())), dtype=np.float32)
+    out[:, starts[~mask]] = numeric
+    rows = np.arange(frame.shape[0])
+    mismatched = []
+    for j, values in zip(np.flatnonzero(mask), categories, strict=True):
+        column = frame.iloc[:, j].to_numpy()
+        codes = pd.Index(values).get_indexer(column)  # -1: missing, unseen
+        seen = codes >= 0
+        out[rows[seen], starts[j] + codes[seen]] = 1.0
+        if not seen.any():
+            kinds, fit_kinds = _kinds(pd.unique(pd.Series(column).dropna())), _kinds(values)
+            if kinds and not kinds & fit_kinds:
+                mismatched.append((j, kinds, fit_kinds, values[:3].tolist()))
+    return out, mismatched
+
+
+def warn_mismatched_kinds(estimator, X, mismatched):
+    """Warn of the categorical columns ``mismatched`` (:func:`one_hot_table`) by
+    name: a change of type upstream (a CSV read with other dtypes) would
+    otherwise blank them silently."""
+    described = "; ".join(
+        f"{_name(X, j)} ({'/'.join(sorted(kinds))} now, "
+        f"{'/'.join(sorted(fit_kinds))} at fit: {examples}...)"
+        for j, kinds, fit_kinds, examples in mismatched
+    )
+    warn(
+        f"{type(estimator).__name__}: no value of categorical column(s) {described} is a "
+        "category seen at fit, so every row reads them as missing. Cast them to the type "
+        "they had at fit.",
+        UserWarning,
+    )
+
+
+# Numeric columns: the numeric map to the network's units.
+
+#: The bound of every mapped value, in scales: a scale is at least the column's
+#: range over it, and rows mapped later are clipped to it.
+MAX_DEVIATION = 10.0
+#: The scale of a constant column: any value of it maps to 0.
+CONSTANT_SCALE = np.finfo(np.float64).max
+
+
+def _observed(block):
+    """The mask of ``block``'s observed (non-NaN) entries, or None when all are."""
+    observed = ~np.isnan(block)
+    return None if observed.all() else observed
+
+
+def _filled(block, observed, value):
+    """``block`` with its unobserved entries read as ``value``: ``block`` itself
+    where all are observed (``observed`` None), so a table without NaN skips
+    the masking's passes over its rows and gets the same numbers."""
+    return block if observed is None else np.where(observed, block, value)
+
+
+def observed_moments(X):
+    """Per column of dense ``X``: the count, mean, minimum and maximum of its
+    observed entries, in float64 (one pass in row blocks, :func:`dense_blocks`)."""
+    n_features = X.shape[1]
+    count = np.zeros(n_features)
+    total = np.zeros(n_features)
+    low = np.full(n_features, np.inf)
+    high = np.full(n_features, -np.inf)
+    for block in dense_blocks(X):
+        observed = _observed(block)
+        count += len(block) if observed is None else observed.sum(axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: summed again below
+            total += _filled(block, observed, 0.0).sum(axis=0)
+        low = np.minimum(low, _filled(block, observed, np.inf).min(axis=0))
+        high = np.maximum(high, _filled(block, observed, -np.inf).max(axis=0))
+    mean = total / np.maximum(count, 1)
+    # beyond float64 (inf), or NaN where partial sums overflowed both ways (numpy sums a
+    # column-major block pairwise)
+    overflowed = np.flatnonzero(~np.isfinite(total) & (count > 0))
+    if len(overflowed):  # values near float64's largest: summed in units of a power of two
+        unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
+        total = np.zeros(len(overflowed))
+        for block in dense_blocks(X):
+            total += np.nansum(block[:, overflowed] / unit, axis=0)
+        mean[overflowed] = total / count[overflowed] * unit
+    return count, mean, low, high
+
+
+def power_of_two_above(largest):
+    """Per column, the power of two 2^e at or above ``largest`` (1 where it is 0,
+    infinite or NaN; 2^1023, float64's largest, from there on). Deviations
+    divided by it square without overflow (values beyond ~1e154) or underflow
+    (below ~1e-154); dividing by a power of two is exact, so a column in
+    ordinary units gets the same standard deviation to the last bit."""
+    exponent = np.frexp(np.where(np.isfinite(largest), largest, 0.0))[1]
+    return np.ldexp(1.0, np.minimum(exponent, np.finfo(np.float64).maxexp - 1))
+
+
+def mean_and_std(values):
+    """Per column of the float64 array ``values`` (2-D, no NaN): the mean and the
+    (biased) standard deviation, computed on the values divided by the power of
+    two above the column's largest absolute value (:func:`power_of_two_above`),
+    so that neither overflows beyond ~1e154 nor underflows below ~1e-154; in
+    ordinary units they are numpy's ``mean`` and ``std`` to the last bit."""
+    unit = power_of_two_above(np.abs(values).max(axis=0))
+    scaled = values / unit
+    mean = scaled.mean(axis=0)
+    return mean * unit, np.sqrt(((scaled - mean) ** 2).mean(axis=0)) * unit
+
+
+def _dense_scaling(X):
+    count, mean, low, high = observed_moments(X)
+    unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))
+    squares = np.zeros(X.shape[1])
+    others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
+    for block in dense_blocks(X):
+        observed = _observed(block)
+        deviation = block / unit  # then minus mean / unit: (block - mean) / unit, exactly,
+        deviation -= mean / unit  # with no overflow on a range beyond float64
+        deviation *= deviation
+        squares += _filled(deviation, observed, 0.0).sum(axis=0)
+        others |= _filled((block != low) & (block != high), observed, False).any(axis=0)
+    std = np.sqrt(squares / np.maximum(count, 1)) * unit
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = high - low
+    # a range beyond float64 (values near its largest) cannot be a scale: the std then
+    finite = np.isfinite(spread)
+    two_valued = ~others & finite
+    center = np.where(two_valued, low, mean)
+    floor = np.where(finite, spread / MAX_DEVIATION, high / MAX_DEVIATION - low / MAX_DEVIATION)
+    scale = np.where(two_valued, spread, np.fmax(std, floor))
+    center[count == 0] = 0.0  # no observed value: refused later, by the missing-values layer
+    return center, np.where(scale > 0, scale, CONSTANT_SCALE)
+
+
+def _sparse_scaling(X):
+    X = sp.csr_matrix(X, dtype=np.float64)
+    n_rows, n_features = X.shape
+    data, columns = X.data, X.indices
+    observed = ~np.isnan(data)
+    data, columns = data[observed], columns[observed]
+    count = n_rows - np.bincount(X.indices[~observed], minlength=n_features)
+    mean = np.bincount(columns, data, minlength=n_features) / np.maximum(count, 1)
+    # implicit zeros are entries too: (count - stored) of them, each (0 - mean)^2
+    largest = np.zeros(n_features)
+    np.maximum.at(largest, columns, np.abs(data))
+    unit = power_of_two_above(largest)
+    stored = np.bincount(columns, minlength=n_features)
+    squares = np.bincount(columns, ((data - mean[columns]) / unit[columns]) ** 2,
+                          minlength=n_features)
+    squares += (count - stored) * (mean / unit) ** 2
+    std = np.sqrt(squares / np.maximum(count, 1)) * unit
+    nonzero = data != 0
+    first = np.zeros(n_features)
+    first[columns[nonzero]] = data[nonzero]  # one of each column's non-zero values
+    others = np.zeros(n_features, dtype=bool)
+    others[columns[nonzero & (data != first[columns])]] = True
+    scale = np.where(others, np.maximum(std, largest / MAX_DEVIATION), largest)
+    return np.zeros(n_features), np.where(scale > 0, scale, CONSTANT_SCALE)
+
+
+def fit_scaling(X):
+    """``(center, scale)``, float64 arrays of one entry per column of ``X``
+    (dense or CSR, NaN for missing), as the module docstring describes."""
+    return _sparse_scaling(X) if sp.issparse(X) else _dense_scaling(X)
+
+
+def apply_scaling(X, center, scale):
+    """``(X - center) / scale`` clipped to +-:data:`MAX_DEVIATION` as float32,
+    computed in float64 in row blocks (NaN stays NaN). Sparse ``X`` stays CSR,
+    only scaled, where ``center`` is 0 (fitted on sparse rows); centred by a map
+    fitted on dense rows, it becomes dense."""
+    if sp.issparse(X) and not np.any(center):
+        X = sp.csr_matrix(X)
+        data = np.clip(X.data.astype(np.float64) / scale[X.indices], -MAX_DEVIATION,
+                       MAX_DEVIATION)
+        return sp.csr_matrix((data.astype(np.float32), X.indices.copy(), X.indptr.copy()),
+                             shape=X.shape)
+    out = np.empty(X.shape, dtype=np.float32)
+    start = 0
+    for block in dense_blocks(X):
+        with np.errstate(over="ignore"):  # a deviation beyond float64: clipped all the same
+            mapped = block - center  # a new array: the user's X is never written
+            mapped /= scale
+        out[start : start + len(block)] = np.clip(mapped, -MAX_DEVIATION, MAX_DEVIATION,
+                                                  out=mapped)
+        start += len(block)
+    return out
+
+
+# Missing values: the missing-value layer's fit, and the rows it makes.
+
+#: Rows per block when a dense X is scanned for missing values.
+SCAN_ROWS = 8192
+#: Most bytes of a float64 row block in the informative-missingness test.
+SCAN_BYTES = 32 * 2**20
+#: Significance of the test that gives a column a missing indicator
+#: (:func:`informative_missingness`), before the Bonferroni correction.
+INDICATOR_ALPHA = 0.01
+#: Above this many correlations (columns compared x columns with missing
+#: values) the test is skipped and every column with missing values is indicated.
+MAX_INDICATOR_TEST = 10**7
+
+
+
+
+def missing_values_layer(X, describe=None):
+    """The :class:`MissingValues` layer fitted on ``X`` (dense or CSR), or None
+    when ``X`` has no missing value. Raises a ValueError naming the columns
+    that have no observed value at all: ``describe`` maps their positions in
+    ``X`` (the network's input) to the names the user knows (those of the
+    table's columns), or they are named by position."""
+    if sp.issparse(X):
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+        np.add.at(missing, X.indices[np.isnan(X.data)], 1)
+        if not missing.any():
+            return None
+        sums = np.asarray(sp.csr_matrix((np.nan_to_num(X.data), X.indices, X.indptr),
+                                        shape=X.shape).sum(axis=0), dtype=np.float64).ravel()
+    else:
+        # in row blocks: a boolean mask of the whole X would add a quarter of its size
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+        sums = np.zeros(X.shape[1], dtype=np.float64)
+        for start in range(0, X.shape[0], SCAN_ROWS):
+            block = X[start : start + SCAN_ROWS]
+            isnan = np.isnan(block)
+            missing += isnan.sum(axis=0)
+            sums += np.where(isnan, 0.0, block).sum(axis=0, dtype=np.float64)
+        if not missing.any():
+            return None
+    empty = np.flatnonzero(missing == X.shape[0])
+    if len(empty):
+        raise ValueError(
+            f"Column(s) {describe(empty) if describe else empty.tolist()} of X have no "
+            "observed value (all NaN): there is "
+            "nothing to learn from them. Drop them before fitting."
+        )
+    fill_values = sums / (X.shape[0] - missing)
+    columns = np.flatnonzero(missing)
+    layer = MissingValues(fill_values.astype(np.float32),
+                          columns[informative_missingness(X, columns, fill_values)])
+    layer.missing_columns = columns  # known at fit only (see missing_columns)
+    return layer
+
+
+def dense_blocks(X):
+    """Consecutive row blocks of dense or CSR ``X`` as dense float64 arrays of
+    at most ``SCAN_BYTES``."""
+    rows = max(1, SCAN_BYTES // (8 * max(1, X.shape[1])))
+    for start in range(0, X.shape[0], rows):
+        block = X[start : start + rows]
+        yield np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
+
+
+def informative_missingness(X, columns, fill_values):
+    """Which of ``columns`` (those of ``X`` with missing values) have a
+    missingness related to the rest of the row, as a boolean array.
+
+    A column's missingness m_j is informative when its correlation with some
+    other column's value (missing entries filled with ``fill_values``) or
+    missingness m_k exceeds z_{alpha / 2p} / sqrt(n), with alpha =
+    ``INDICATOR_ALPHA`` Bonferroni-corrected over the p = n_features +
+    len(columns) columns it is compared with: under missingness completely at
+    random every such correlation is N(0, 1/n). A column whose entries go
+    missing together with others', or more often for some kinds of rows, gets
+    an indicator; one emptied at random does not. (Missingness that depends
+    on the missing value alone is invisible to the test.) Above
+    ``MAX_INDICATOR_TEST`` correlations every column keeps its indicator.
+    """
+    n, d = X.shape
+    p = d + len(columns)
+    if p * len(columns) > MAX_INDICATOR_TEST:
+        return np.ones(len(columns), dtype=bool)
+    sum_f, sum_f2 = np.zeros(p), np.zeros(p)
+    cross = np.zeros((p, len(columns)))
+    for block in dense_blocks(X):
+        isnan = np.isnan(block)
+        m = isnan[:, columns].astype(np.float64)
+        f = np.hstack([np.where(isnan, fill_values, block), m])
+        sum_f += f.sum(axis=0)
+        sum_f2 += np.einsum("ij,ij->j", f, f)
+        cross += f.T @ m
+    mean_f = sum_f / n
+    std_f = np.sqrt(np.maximum(sum_f2 / n - mean_f**2, 0.0))
+    mean_m, std_m = mean_f[d:], std_f[d:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (cross / n - np.outer(mean_f, mean_m)) / np.outer(std_f, std_m)
+    r = np.abs(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+    own = np.arange(len(columns))
+    r[columns, own] = 0.0  # a column's own (filled) value
+    r[d + own, own] = 0.0  # and its own missingness
+    threshold = norm.isf(INDICATOR_ALPHA / (2 * p)) / np.sqrt(n)
+    return r.max(axis=0) > threshold
+
+
+def missing_columns(layer):
+    """The input features that had missing values at fit (``missing_features_``), for
+    a layer just fitted by :func:`missing_values_layer`."""
+    return np.empty(0, np.int64) if layer is None else layer.missing_columns
+
+
+def indicated_features(layer):
+    """The input features that get an indicator channel: ``missing_indicators_``."""
+    return np.empty(0, np.int64) if layer is None else layer.indicated.cpu().numpy().copy()
+
+
+
+
+def fill_and_indicate(X, layer):
+    """What ``layer`` makes of the rows ``X`` (dense or CSR), in NumPy/SciPy:
+    the input of the encoder, returned by ``transform`` with ``passthrough=True``."""
+    fill_values = layer.fill_values.cpu().numpy()
+    indicated = layer.indicated.cpu().numpy()
+    if sp.issparse(X):
+        X = X.copy()
+        isnan = np.isnan(X.data)
+        X.data[isnan] = fill_values[X.indices[isnan]]
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[isnan]
+        position = np.full(X.shape[1], -1)
+        position[indicated] = np.arange(len(indicated))
+        flagged = position[X.indices[isnan]]  # -1: a column without indicator
+        rows, flagged = rows[flagged >= 0], flagged[flagged >= 0]
+        flags = sp.csr_matrix(
+            (np.ones(len(rows), dtype=np.float32), (rows, flagged)),
+            shape=(X.shape[0], len(indicated)),
+        )
+        return sp.hstack([X, flags], format="csr", dtype=np.float32)
+    isnan = np.isnan(X)
+    return np.hstack([np.where(isnan, fill_values, X), isnan[:, indicated]]).astype(np.float32)
+
+
+def has_missing(X):
+    """Whether ``X`` (dense or CSR) has a missing value (NaN), scanned in row blocks."""
+    if sp.issparse(X):
+        return bool(np.isnan(X.data).any())
+    return any(np.isnan(X[start : start + SCAN_ROWS]).any()
+               for start in range(0, X.shape[0], SCAN_ROWS))
+
+
+def check_missing_columns(estimator, X, fitted_with_missing):
+    """Raise a ValueError when ``X`` (more rows to train on: validation rows, a
+    ``partial_fit`` chunk) has missing values but the estimator's network has no
+    :class:`MissingValues` layer (the rows it was built from had none)."""
+    if not fitted_with_missing and has_missing(X):
+        raise ValueError(
+            f"X has missing values (NaN), but {type(estimator).__name__} was fitted on rows "
+            "without any, so its network has no input for them. Fit it on rows that have "
+            "missing values too, or impute them upstream (e.g. SimpleImputer)."
+        )
+
+
+def zero_missing(X):
+    """A copy of the rows ``X`` (float32, dense or CSR) with each NaN replaced by 0,
+    and the columns that had one (sorted)."""
+    if sp.issparse(X):
+        X = X.copy()
+        isnan = np.isnan(X.data)
+        columns = np.unique(X.indices[isnan])
+        X.data[isnan] = 0.0
+        X.eliminate_zeros()
+        return X, columns
+    isnan = np.isnan(X)
+    return np.where(isnan, np.float32(0.0), X), np.flatnonzero(isnan.any(axis=0))
+
+
+# The encoder's input layer: its statistics over the fit rows.
+
+#: Rows per block of :func:`input_statistics` (a CSR block stays sparse there).
+STATISTICS_ROWS = 8192
+
+
+def _blocks(X, missing):
+    """The encoder's input rows in blocks of :data:`STATISTICS_ROWS` (float64; a CSR
+    block stays sparse)."""
+    for start in range(0, X.shape[0], STATISTICS_ROWS):
+        block = X[start : start + STATISTICS_ROWS]
+        if missing is not None:
+            block = fill_and_indicate(block, missing)
+        yield block.astype(np.float64) if sp.issparse(block) else np.asarray(block, np.float64)
+
+
+def _at(block, values):
+    """Rows of ``block`` equal to ``values`` (one per column), per column; a CSR
+    block's implicit zeros count where the value is 0."""
+    if not sp.issparse(block):
+        return (block == values).sum(axis=0)
+    explicit = np.bincount(block.indices[block.data == values[block.indices]],
+                           minlength=block.shape[1])
+    implicit = block.shape[0] - np.diff(block.tocsc().indptr)
+    return explicit + np.where(values == 0, implicit, 0)
+
+
+def input_statistics(X, missing=None):
+    """Per column of the encoder's input (the rows ``X``, float32, dense or CSR,
+    through the missing-values layer ``missing``: filled, then indicators), in
+    float64: its mean, and its compression. A column of rare values, at one end
+    of its range in more than half of the rows (a pixel that is mostly dark, a
+    count that is mostly 0), is compressed so that no row lies beyond
+    :attr:`~._networks.InputScale.BOUND` of its standard deviations (1 over the
+    larger of its standard deviation and its range over the bound, at most 1);
+    every other column has compression 1."""
+    total = squares = 0.0
+    low = high = at_low = at_high = None  # the extremes so far, and the rows at them
+    for block in _blocks(X, missing):
+        if sp.issparse(block):  # never densified; min and max count implicit zeros
+            block_sum = np.asarray(block.sum(axis=0)).ravel()
+            block_squares = np.asarray(block.multiply(block).sum(axis=0)).ravel()
+            block_low = block.min(axis=0).toarray().ravel()
+            block_high = block.max(axis=0).toarray().ravel()
+        else:
+            block_sum, block_squares = block.sum(axis=0), np.square(block).sum(axis=0)
+            block_low, block_high = block.min(axis=0), block.max(axis=0)
+        total, squares = total + block_sum, squares + block_squares
+        block_at_low, block_at_high = _at(block, block_low), _at(block, block_high)
+        if low is None:
+            low, high, at_low, at_high = block_low, block_high, block_at_low, block_at_high
+            continue
+        # a new extreme restarts its count; an equal one adds to it
+        at_low = np.where(block_low < low, block_at_low,
+                          at_low + np.where(block_low == low, block_at_low, 0))
+        at_high = np.where(block_high > high, block_at_high,
+                           at_high + np.where(block_high == high, block_at_high, 0))
+        low, high = np.minimum(low, block_low), np.maximum(high, block_high)
+    mean = total / X.shape[0]
+    std = np.sqrt(np.maximum(squares / X.shape[0] - mean**2, 0.0))
+    spread = np.maximum(std, (high - low) / InputScale.BOUND)
+    rare = 2 * np.maximum(at_low, at_high) > X.shape[0]
+    compression = np.where(rare & (spread > 1.0), 1.0 / np.where(spread > 1.0, spread, 1.0), 1.0)
+    return mean, compression
+
+
+@torch.no_grad()
+def center_input(module, X, missing=None):
+    """Set the fixed ``mean`` and ``compression`` of the input layer of every
+    built-in :class:`~._networks.Encoder` in ``module`` (a student and its
+    teacher copies alike) from the encoder's input over the rows ``X``
+    (:func:`input_statistics`): sparse rows, which the map does not centre,
+    then reach the hidden layers as the same rows dense do, and no fit row
+    enters beyond the layer's bound. A network of the user's own
+    (``architecture=``) is left as it is."""
+    layers = [m[0] for m in module.modules() if isinstance(m, Encoder)]
+    if not layers:
+        return
+    mean, compression = input_statistics(X, missing)
+    bound = np.where(compression < 1.0, InputScale.BOUND, np.finfo(np.float32).max)
+    for layer in layers:
+        layer.mean.copy_(torch.as_tensor(mean, dtype=layer.mean.dtype))
+        layer.compression.copy_(torch.as_tensor(compression, dtype=layer.compression.dtype))
+        layer.bound.copy_(torch.as_tensor(bound, dtype=layer.bound.dtype))
+
+
+# The table input.
 
 #: What the numeric columns are read as: float64 stays float64 until the columns are
 #: in the network's units, float32 stays float32, anything else is float64.
@@ -165,7 +946,7 @@ class TableInput(BaseEstimator):
     def validation_rows(self, owner, X_val, fitted_with_missing):
         """The validation rows ``X_val`` read as the fit rows were, with no missing
         value where the network has no layer for one
-        (:func:`~._missing.check_missing_columns`); each error names ``X_val``,
+        (:func:`check_missing_columns`); each error names ``X_val``,
         whose problem it is (the checks speak of ``X``)."""
         try:
             X_val = self.transform(owner, X_val)
@@ -251,7 +1032,7 @@ class TableInput(BaseEstimator):
         return apply_scaling(numeric, center, scale)
 
     def fit_missing_values(self, owner, rows):
-        """The :class:`~._missing.MissingValues` layer of the network's input rows
+        """The :class:`~._networks.MissingValues` layer of the network's input rows
         ``rows`` (None: no missing value), setting ``missing_features_`` and
         ``missing_indicators_`` (columns of ``X``). A column with no observed value
         is refused by its name in ``owner``'s ``X``."""
@@ -272,7 +1053,7 @@ class TableInput(BaseEstimator):
         with a warning naming the columns (and the rows as ``name``).
 
         0 in the network's units is the column's mean over the fit rows for a
-        standardised column (``_scaling.py``), the lower of its two values for a
+        standardised column, the lower of its two values for a
         two-valued one (as a missing category is a block of zeros), and the
         implicit zero of sparse input. ``rows`` itself when nothing is filled; a
         copy otherwise."""

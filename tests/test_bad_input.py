@@ -19,7 +19,7 @@ from qmatch_sklearn import (
     _base,
     _head,
 )
-from qmatch_sklearn._validation import holds_non_numbers
+from qmatch_sklearn._table import holds_non_numbers
 
 from .conftest import tiny_encoder_params, tiny_method_params
 

@@ -1,4 +1,4 @@
-"""Categorical columns, natively (``categorical_features``, ``_categorical.py``)."""
+"""Categorical columns, natively (``categorical_features``, ``_table.py``)."""
 
 import io
 import warnings
@@ -21,8 +21,8 @@ from qmatch_sklearn import (
     SupervisedMLPClassifier,
     SupervisedMLPRegressor,
 )
-from qmatch_sklearn._categorical import expand_groups, input_widths
 from qmatch_sklearn._corruption import vime_corruption, zero_corruption
+from qmatch_sklearn._table import expand_groups, input_widths
 
 TINY = dict(hidden_sizes=(16,), embedding_dim=4, max_epochs=2, batch_size=32, random_state=0)
 

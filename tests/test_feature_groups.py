@@ -14,7 +14,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from qmatch_sklearn import METHODS, QMatchEncoder, one_hot_groups
 from qmatch_sklearn._corruption import CORRUPTIONS, corrupt
-from qmatch_sklearn._validation import column_groups
+from qmatch_sklearn._table import column_groups
 
 from .conftest import tiny_encoder_params, tiny_method_params
 

@@ -1,5 +1,5 @@
-"""Missing values, natively (``_missing.py``): the input layer, the losses that skip
-missing entries, and every estimator fitted and used on rows with NaN."""
+"""Missing values, natively (``_table.py``, ``_networks.MissingValues``): the input layer, the
+losses that skip missing entries, and every estimator fitted and used on rows with NaN."""
 
 import numpy as np
 import pandas as pd
@@ -15,12 +15,9 @@ from sklearn.preprocessing import StandardScaler
 
 import qmatch_sklearn
 from qmatch_sklearn import METHODS, QMatchClassifier, QMatchEncoder, SupervisedMLPClassifier
-from qmatch_sklearn._missing import (
-    fill_and_indicate,
-    missing_values_layer,
-    observed_mean_squares,
-)
+from qmatch_sklearn._table import fill_and_indicate, missing_values_layer
 from qmatch_sklearn.methods.tabnet import tabnet_loss
+from qmatch_sklearn.methods.vime import observed_mean_squares
 
 from .conftest import tiny_encoder_params, tiny_method_params
 

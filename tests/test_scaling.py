@@ -1,4 +1,4 @@
-"""Results that do not depend on the units of a numeric column (``_scaling.py``)."""
+"""Results that do not depend on the units of a numeric column (``_table.py``, the numeric map)."""
 
 import warnings
 from unittest import mock
@@ -17,9 +17,9 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 
 import qmatch_sklearn
-from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor, _scaling
+from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor, _table
 from qmatch_sklearn._networks import InputScale
-from qmatch_sklearn._scaling import (
+from qmatch_sklearn._table import (
     MAX_DEVIATION,
     STATISTICS_ROWS,
     apply_scaling,
@@ -286,9 +286,9 @@ def test_rows_without_nan_skip_the_masks_for_the_same_numbers(rows, columns, exp
     X = rng.normal(size=(rows, columns)) * 10.0**exponent
     if two_valued:
         X[:, 0] = rng.integers(0, 2, rows) * 7.5
-    fast = fit_scaling(X), _scaling.observed_moments(X)
-    with mock.patch.object(_scaling, "_observed", lambda block: ~np.isnan(block)):
-        masked = fit_scaling(X), _scaling.observed_moments(X)
+    fast = fit_scaling(X), _table.observed_moments(X)
+    with mock.patch.object(_table, "_observed", lambda block: ~np.isnan(block)):
+        masked = fit_scaling(X), _table.observed_moments(X)
     for got, want in zip((*fast[0], *fast[1]), (*masked[0], *masked[1]), strict=True):
         np.testing.assert_array_equal(got, want)
 
@@ -473,7 +473,7 @@ def test_blocks_of_any_size_give_the_statistics_of_one_block(seed, n_rows, block
     X[:, 1] = -X[:, 1]  # its extreme is the low end
     X = X.astype(np.float32)
     whole = input_statistics(X)
-    with mock.patch.object(_scaling, "STATISTICS_ROWS", block):
+    with mock.patch.object(_table, "STATISTICS_ROWS", block):
         for rows in (X, sp.csr_matrix(X)):
             for got, expected in zip(input_statistics(rows), whole, strict=True):
                 np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

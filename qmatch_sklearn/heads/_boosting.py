@@ -12,7 +12,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from .._scaling import observed_moments
+from .._table import observed_moments
 
 #: Labeled rows, and rows per class on average, below which no member is tried: its
 #: out-of-fold likelihood is too noisy, and a class of a few rows gives its trees nothing to

@@ -15,13 +15,21 @@ from torch import nn
 from .._base import BasePretextEncoder
 from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
 from .._docstrings import fill_doc
-from .._missing import observed_mean_squares
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
 
 #: Hidden width of the reconstruction and mask heads (the reference's MLP([512, D])).
 HEAD_WIDTH = 512
 
+
+
+def observed_mean_squares(prediction, target):
+    """Mean of (prediction - target)^2 over the entries where ``target`` is
+    observed (not NaN), as a reconstruction loss that never scores a missing
+    entry; the plain mean when nothing is missing."""
+    observed = ~torch.isnan(target)
+    squares = torch.where(observed, prediction - target, 0.0) ** 2
+    return squares.sum() / observed.sum().clamp_min(1)
 
 def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     """L = l_m + alpha * l_r (VIME eq. 4), averaged over the batch.
