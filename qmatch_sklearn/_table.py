@@ -1,37 +1,25 @@
-"""The table input: everything an estimator learns about the columns of ``X``, in one place.
+"""The table input: what an estimator learns about the columns of ``X``, in one place.
 
-An estimator's network never reads ``X`` as the user passed it. :class:`TableInput` is fitted
-once, in ``fit``, on every row of ``X`` (no label is read), and makes the network's input rows
-of any table afterwards. pandas DataFrames, polars DataFrames and pyarrow Tables (read as the
-pandas DataFrames they convert to), NumPy arrays and sparse matrices all enter here, and a new
-kind of column is added here. What it learns:
+:class:`TableInput` is fitted once, in ``fit``, on every row of ``X`` (no label), and makes the
+network's input rows afterwards. pandas, polars and pyarrow tables (:func:`as_pandas`), arrays
+and sparse matrices enter here; a new kind of column is added here. It learns:
 
-- **Categorical columns** (``categorical_features``; "from_dtype" reads a DataFrame's
-  ``category``, ``string`` and ``object`` columns, as ``HistGradientBoostingClassifier``
-  does): their categories (``categories_``: declared, else the observed values, sorted). Each
-  becomes a one-hot block of the input, all zeros for a missing value or an unseen category
-  (``OneHotEncoder(handle_unknown="ignore")``), corrupted as one unit (``_corruption.py``).
-  Other non-numeric columns (dates, durations) are refused by name.
-- **The numeric map**: each numeric column to the network's units, fitted in float64 on all
-  rows, ``x' = clip((x - center_) / scale_, -MAX_DEVIATION, MAX_DEVIATION)``. A column of more
-  than two values is standardised (``StandardScaler``, the few-label benchmark's
-  preprocessing), its scale at least its range over ``MAX_DEVIATION``, so that rare values
-  (a pixel bright in a few rows) do not become outliers of hundreds of standard deviations; a
-  two-valued column goes to {0, 1}; a constant one reads 0. Every case is invariant to a
-  column's affine units. Sparse input is scaled, not centred
-  (``StandardScaler(with_mean=False)``). A quantile map (the paper's preprocessing) is a
-  Pipeline step away (``docs/design.md``).
-- **Missing values** (NaN): the missing-value layer, the first module of the network
-  (:class:`~._networks.MissingValues`), fills each with its column's observed mean and gives
-  an indicator channel to each column whose missingness is related to the rest of the row
-  (:func:`informative_missingness`): indicators of values missing at random are noise
-  (``benchmarks/results/missing.md``).
-- **The encoder's input layer**: its fixed mean and compression over the fit rows
-  (:func:`center_input`).
+- **Categorical columns** (``categorical_features``; "from_dtype" reads ``category``, ``string``
+  and ``object`` dtypes, as ``HistGradientBoostingClassifier``): ``categories_``, each column a
+  one-hot block, zeros for a missing or unseen category (as ``OneHotEncoder`` with
+  ``handle_unknown="ignore"``), corrupted as one unit. Dates and durations are refused by name.
+- **The numeric map** ``x' = clip((x - center_) / scale_, -MAX_DEVIATION, MAX_DEVIATION)``,
+  fitted in float64 on all rows and invariant to a column's affine units: ``StandardScaler``
+  with a scale at least the range over ``MAX_DEVIATION`` (rare values stay moderate); a
+  two-valued column to {0, 1}, a constant one to 0; sparse input scaled, not centred. The
+  paper's quantile map is a Pipeline step away (``docs/design.md``).
+- **Missing values** (NaN): :class:`~._networks.MissingValues` fills each with its column's mean,
+  with an indicator only where missingness is informative (:func:`informative_missingness`):
+  other indicators are noise (``benchmarks/results/missing.md``).
+- **The encoder's input layer**: its fixed mean and compression (:func:`center_input`).
 
-An estimator keeps its table input as ``_table_input``; a classifier or regressor around a
-library encoder reads ``X`` with the encoder's own (reused whole from a ``FrozenEstimator``).
-``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export all read it.
+Estimators keep it as ``_table_input`` (one around a library encoder reuses the encoder's), read
+by ``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export.
 """
 
 import contextlib
@@ -58,10 +46,7 @@ def name_positions(names):
 
 
 def column_position(column, positions, n_features, parameter):
-    """The position in 0..n_features-1 of ``column``, an index (negative ones count
-    from the end) or a name looked up in ``positions`` (:func:`name_positions`;
-    None: X has no column names). Raises a ValueError that names ``parameter``
-    for an unknown name or index."""
+    """The position of ``column``, an index or a name in ``positions``; a ValueError if unknown."""
     if isinstance(column, str):
         if positions is None:
             raise ValueError(
@@ -84,11 +69,7 @@ def column_position(column, positions, n_features, parameter):
 # Checks on the rows, before anything trains on them.
 
 def holds_non_numbers(X):
-    """Whether dense ``X`` holds values that do not convert to numbers (strings, say).
-
-    Judged from ``X`` itself: a DataFrame's columns of a non-numeric dtype, or
-    an array (or nested list) of strings or objects, tried as float.
-    """
+    """Whether dense ``X`` holds values that do not convert to float (strings, say)."""
     if sp.issparse(X):
         return False
     if isinstance(X, pd.DataFrame):
@@ -116,12 +97,8 @@ def check_two_samples(estimator, n_samples):
 
 
 def column_groups(estimator, feature_groups, n_features):
-    """``feature_groups`` as each column's group id in 0..G-1 (a column in no
-    group is a group of its own), or None when there are no groups.
-
-    Names are looked up in ``feature_names_in_`` (set when the table input reads ``X``).
-    Raises a ValueError for an unknown name or index, or a column in two groups.
-    """
+    """``feature_groups`` as each column's group id (a column in no group alone), or None.
+    Raises a ValueError for an unknown column (names: ``feature_names_in_``) or one in two."""
     if feature_groups is None:
         return None
     positions = name_positions(getattr(estimator, "feature_names_in_", None))
@@ -142,29 +119,23 @@ def column_groups(estimator, feature_groups, n_features):
 
 # Categorical columns: one-hot blocks of the network's input.
 
-#: Categories one column may have: a wider one-hot block is an identifier, not a
-#: category (HistGradientBoostingClassifier's limit too).
+#: Most categories of a column: a wider block is an identifier (HistGradientBoosting's limit).
 MAX_CATEGORIES = 255
 
 
 def _is_categorical_dtype(dtype):
-    """Whether ``categorical_features="from_dtype"`` reads a column of ``dtype``
-    as categorical: ``category``, ``string`` or ``object``."""
+    """Whether "from_dtype" reads ``dtype`` as categorical: category, string or object."""
     return isinstance(dtype, pd.CategoricalDtype) or is_string_dtype(dtype)
 
 
 def _categorical_dtypes(frame):
-    """Per column of a DataFrame, whether its dtype is categorical
-    (:func:`_is_categorical_dtype`)."""
+    """:func:`_is_categorical_dtype` per column of a DataFrame."""
     return np.array([_is_categorical_dtype(dtype) for dtype in frame.dtypes])
 
 
 def refuse_unreadable_columns(X, mask):
-    """Raise a ValueError naming the columns of the DataFrame ``X`` that are not
-    categorical (``mask``, None: none is) and whose dtype is neither numeric,
-    bool nor categorical: dates, durations, periods, intervals. Read as numbers
-    they would be nanoseconds since 1970 (or fail to convert), and read as
-    categories every later date would be a category unseen at fit."""
+    """Refuse by name the columns, not categorical by ``mask``, neither numeric nor bool (dates,
+    durations): as numbers they are nanoseconds, as categories every later date is unseen."""
     if not isinstance(X, pd.DataFrame):
         return
     if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
@@ -184,12 +155,7 @@ def refuse_unreadable_columns(X, mask):
 
 
 def categorical_mask(X, categorical_features):
-    """Which columns of ``X`` are categorical under ``categorical_features``,
-    as a boolean mask, or None when none is.
-
-    ``"from_dtype"`` reads a DataFrame's dtypes (any other input has none);
-    indices, names or a boolean mask are checked against ``X``'s columns.
-    """
+    """Mask of ``X``'s categorical columns under ``categorical_features`` (checked), or None."""
     if categorical_features is None:
         return None
     if isinstance(categorical_features, str):  # "from_dtype"
@@ -232,10 +198,8 @@ def _name(X, j):
 
 
 def fit_categories(X, mask):
-    """The categories of each categorical column of ``X``: a ``category``
-    column's declared categories, else its distinct non-missing values
-    (sorted when they sort). Raises a ValueError for a column with none (all
-    missing) or more than ``MAX_CATEGORIES``."""
+    """Each categorical column's categories: declared, else observed (sorted if they sort).
+    Raises a ValueError for a column with none or over ``MAX_CATEGORIES``."""
     frame = as_frame(X)
     categories = []
     for j in np.flatnonzero(mask):
@@ -250,7 +214,6 @@ def fit_categories(X, mask):
                     f"Categorical column {_name(X, j)} of X holds values that cannot be "
                     f"categories ({error}). Convert them upstream, e.g. to strings."
                 ) from error
-            # values of several types do not sort: they keep their order of appearance
             with contextlib.suppress(TypeError):
                 values = np.sort(values)
         if column.isna().all() or len(values) == 0:
@@ -274,12 +237,7 @@ _PLAIN_KINDS = ((str, str), ((bool, np.bool_), bool), ((int, np.integer), np.int
 
 
 def _plain_categories(values):
-    """A column's categories ``values`` in a plain dtype (str, bool, int64 or
-    float64) when they are an object array of one such kind of scalar (an object
-    column of strings, of Python ints, of booleans): they match the same values,
-    and a file written by ``qmatch_sklearn.save``, which holds numbers and strings
-    only, can store them. Other objects (pandas intervals of ``pd.cut``, say)
-    stay as they are."""
+    """``values`` as str, bool, int64 or float64 when all of one kind, so a file can store them."""
     if values.dtype.kind != "O":
         return values
     for types, dtype in _PLAIN_KINDS:
@@ -292,8 +250,7 @@ def _plain_categories(values):
 
 
 def input_widths(n_features, mask, categories):
-    """How many network input columns each column of ``X`` becomes (1, or its
-    number of categories)."""
+    """Network input columns per column of ``X``: 1, or its number of categories."""
     widths = np.ones(n_features, dtype=np.int64)
     if mask is not None:
         widths[mask] = [len(values) for values in categories]
@@ -311,9 +268,7 @@ def input_starts(widths):
 
 
 def expand_groups(group_of, widths):
-    """Corruption groups over the network's input: ``group_of`` (each column
-    of ``X``'s group, or None: each column alone) spread over the one-hot
-    blocks, so that a block is always one unit. None when nothing is grouped."""
+    """``group_of`` (None: columns alone) over the one-hot blocks, each one unit; or None."""
     if group_of is None and (widths == 1).all():
         return None
     base = np.arange(len(widths)) if group_of is None else group_of
@@ -321,8 +276,7 @@ def expand_groups(group_of, widths):
 
 
 def input_feature_names(names, mask, categories):
-    """Names of the network's input columns: a categorical column ``c`` becomes
-    ``c_<category>`` for each category, as ``OneHotEncoder`` names them."""
+    """Network input column names: ``c_<category>`` for a categorical ``c``, as OneHotEncoder."""
     if mask is None:
         return np.asarray(names, dtype=object)
     out, blocks = [], iter(categories)
@@ -332,8 +286,7 @@ def input_feature_names(names, mask, categories):
 
 
 def refuse_an_array(estimator, X, mask):
-    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
-    categorical columns ``mask`` when ``X`` is not a DataFrame (it has no dtypes)."""
+    """With "from_dtype", a ValueError naming the categorical columns if ``X`` has no dtypes."""
     if not isinstance(X, pd.DataFrame):
         names = np.asarray(getattr(estimator, "feature_names_in_", np.arange(len(mask))))
         names = names[mask]
@@ -345,9 +298,7 @@ def refuse_an_array(estimator, X, mask):
 
 
 def check_dtypes_unchanged(X, mask):
-    """With ``categorical_features="from_dtype"``, raise a ValueError naming the
-    columns of the DataFrame ``X`` whose kind (categorical or numeric) differs
-    from fit's ``mask``, compared by position (the names were checked before)."""
+    """With "from_dtype", a ValueError naming the columns whose kind differs from ``mask``."""
     changed = np.flatnonzero(_categorical_dtypes(X) != mask)
     if len(changed):
         described = ", ".join(
@@ -375,13 +326,8 @@ def _kinds(values):
 
 
 def one_hot_table(X, mask, categories, numeric):
-    """The network's input rows: the numeric columns (already checked, float32)
-    and each categorical column's one-hot block, in the columns' order; a
-    missing or unseen category is a block of zeros. Also, for each categorical
-    column none of whose values is a category, nor of the same kind of scalar as
-    the categories (1, 2, 3 at fit; "1", "2", "3" now), which every row then reads
-    as missing: its position, its values' kinds, its categories' kinds and its
-    first categories."""
+    """The network's input rows (``numeric`` and the one-hot blocks), and the categorical columns
+    whose values are all of another kind than the categories (1 at fit, "1" now), to warn of."""
     frame = as_frame(X)
     widths = input_widths(len(mask), mask, categories)
     starts = input_starts(widths)
@@ -402,9 +348,7 @@ def one_hot_table(X, mask, categories, numeric):
 
 
 def warn_mismatched_kinds(estimator, X, mismatched):
-    """Warn of the categorical columns ``mismatched`` (:func:`one_hot_table`) by
-    name: a change of type upstream (a CSV read with other dtypes) would
-    otherwise blank them silently."""
+    """Warn of the columns that :func:`one_hot_table` found blanked by a type change upstream."""
     described = "; ".join(
         f"{_name(X, j)} ({'/'.join(sorted(kinds))} now, "
         f"{'/'.join(sorted(fit_kinds))} at fit: {examples}...)"
@@ -420,8 +364,7 @@ def warn_mismatched_kinds(estimator, X, mismatched):
 
 # Numeric columns: the numeric map to the network's units.
 
-#: The bound of every mapped value, in scales: a scale is at least the column's
-#: range over it, and rows mapped later are clipped to it.
+#: Bound of every mapped value, in scales: a scale is at least the column's range over it.
 MAX_DEVIATION = 10.0
 #: The scale of a constant column: any value of it maps to 0.
 CONSTANT_SCALE = np.finfo(np.float64).max
@@ -434,15 +377,12 @@ def _observed(block):
 
 
 def _filled(block, observed, value):
-    """``block`` with its unobserved entries read as ``value``: ``block`` itself
-    where all are observed (``observed`` None), so a table without NaN skips
-    the masking's passes over its rows and gets the same numbers."""
+    """``block`` with unobserved entries as ``value``; itself if ``observed`` is None (no pass)."""
     return block if observed is None else np.where(observed, block, value)
 
 
 def observed_moments(X):
-    """Per column of dense ``X``: the count, mean, minimum and maximum of its
-    observed entries, in float64 (one pass in row blocks, :func:`dense_blocks`)."""
+    """Per column of dense ``X``: count, mean, min and max of its observed entries, float64."""
     n_features = X.shape[1]
     count = np.zeros(n_features)
     total = np.zeros(n_features)
@@ -456,10 +396,9 @@ def observed_moments(X):
         low = np.minimum(low, _filled(block, observed, np.inf).min(axis=0))
         high = np.maximum(high, _filled(block, observed, -np.inf).max(axis=0))
     mean = total / np.maximum(count, 1)
-    # beyond float64 (inf), or NaN where partial sums overflowed both ways (numpy sums a
-    # column-major block pairwise)
+    # inf, or NaN where numpy's pairwise partial sums overflowed both ways: resummed in units
     overflowed = np.flatnonzero(~np.isfinite(total) & (count > 0))
-    if len(overflowed):  # values near float64's largest: summed in units of a power of two
+    if len(overflowed):
         unit = power_of_two_above(np.maximum(np.abs(low), np.abs(high)))[overflowed]
         total = np.zeros(len(overflowed))
         for block in dense_blocks(X):
@@ -469,21 +408,13 @@ def observed_moments(X):
 
 
 def power_of_two_above(largest):
-    """Per column, the power of two 2^e at or above ``largest`` (1 where it is 0,
-    infinite or NaN; 2^1023, float64's largest, from there on). Deviations
-    divided by it square without overflow (values beyond ~1e154) or underflow
-    (below ~1e-154); dividing by a power of two is exact, so a column in
-    ordinary units gets the same standard deviation to the last bit."""
+    """Per column, the power of two at or above ``largest``: an exact unit that squares safely."""
     exponent = np.frexp(np.where(np.isfinite(largest), largest, 0.0))[1]
     return np.ldexp(1.0, np.minimum(exponent, np.finfo(np.float64).maxexp - 1))
 
 
 def mean_and_std(values):
-    """Per column of the float64 array ``values`` (2-D, no NaN): the mean and the
-    (biased) standard deviation, computed on the values divided by the power of
-    two above the column's largest absolute value (:func:`power_of_two_above`),
-    so that neither overflows beyond ~1e154 nor underflows below ~1e-154; in
-    ordinary units they are numpy's ``mean`` and ``std`` to the last bit."""
+    """numpy's mean and std per column, without overflow (in :func:`power_of_two_above` units)."""
     unit = power_of_two_above(np.abs(values).max(axis=0))
     scaled = values / unit
     mean = scaled.mean(axis=0)
@@ -497,8 +428,8 @@ def _dense_scaling(X):
     others = np.zeros(X.shape[1], dtype=bool)  # a value that is neither the min nor the max
     for block in dense_blocks(X):
         observed = _observed(block)
-        deviation = block / unit  # then minus mean / unit: (block - mean) / unit, exactly,
-        deviation -= mean / unit  # with no overflow on a range beyond float64
+        deviation = block / unit  # (block - mean) / unit, exactly, with no overflow
+        deviation -= mean / unit
         deviation *= deviation
         squares += _filled(deviation, observed, 0.0).sum(axis=0)
         others |= _filled((block != low) & (block != high), observed, False).any(axis=0)
@@ -542,16 +473,12 @@ def _sparse_scaling(X):
 
 
 def fit_scaling(X):
-    """``(center, scale)``, float64 arrays of one entry per column of ``X``
-    (dense or CSR, NaN for missing), as the module docstring describes."""
+    """``(center, scale)`` per column of ``X`` (dense or CSR): the module docstring's map."""
     return _sparse_scaling(X) if sp.issparse(X) else _dense_scaling(X)
 
 
 def apply_scaling(X, center, scale):
-    """``(X - center) / scale`` clipped to +-:data:`MAX_DEVIATION` as float32,
-    computed in float64 in row blocks (NaN stays NaN). Sparse ``X`` stays CSR,
-    only scaled, where ``center`` is 0 (fitted on sparse rows); centred by a map
-    fitted on dense rows, it becomes dense."""
+    """``(X - center) / scale`` clipped to +-MAX_DEVIATION, float32 (CSR kept if center is 0)."""
     if sp.issparse(X) and not np.any(center):
         X = sp.csr_matrix(X)
         data = np.clip(X.data.astype(np.float64) / scale[X.indices], -MAX_DEVIATION,
@@ -576,22 +503,16 @@ def apply_scaling(X, center, scale):
 SCAN_ROWS = 8192
 #: Most bytes of a float64 row block in the informative-missingness test.
 SCAN_BYTES = 32 * 2**20
-#: Significance of the test that gives a column a missing indicator
-#: (:func:`informative_missingness`), before the Bonferroni correction.
+#: Significance of :func:`informative_missingness`, before the Bonferroni correction.
 INDICATOR_ALPHA = 0.01
-#: Above this many correlations (columns compared x columns with missing
-#: values) the test is skipped and every column with missing values is indicated.
+#: Above this many correlations the test is skipped: every column with NaN is indicated.
 MAX_INDICATOR_TEST = 10**7
 
 
 
 
 def missing_values_layer(X, describe=None):
-    """The :class:`MissingValues` layer fitted on ``X`` (dense or CSR), or None
-    when ``X`` has no missing value. Raises a ValueError naming the columns
-    that have no observed value at all: ``describe`` maps their positions in
-    ``X`` (the network's input) to the names the user knows (those of the
-    table's columns), or they are named by position."""
+    """The :class:`MissingValues` layer fitted on ``X``, or None; refuses all-NaN columns."""
     if sp.issparse(X):
         missing = np.zeros(X.shape[1], dtype=np.int64)
         np.add.at(missing, X.indices[np.isnan(X.data)], 1)
@@ -626,8 +547,7 @@ def missing_values_layer(X, describe=None):
 
 
 def dense_blocks(X):
-    """Consecutive row blocks of dense or CSR ``X`` as dense float64 arrays of
-    at most ``SCAN_BYTES``."""
+    """Row blocks of dense or CSR ``X`` as dense float64 arrays of at most ``SCAN_BYTES``."""
     rows = max(1, SCAN_BYTES // (8 * max(1, X.shape[1])))
     for start in range(0, X.shape[0], rows):
         block = X[start : start + rows]
@@ -635,19 +555,12 @@ def dense_blocks(X):
 
 
 def informative_missingness(X, columns, fill_values):
-    """Which of ``columns`` (those of ``X`` with missing values) have a
-    missingness related to the rest of the row, as a boolean array.
+    """Which of ``columns`` (those with NaN) have missingness related to the rest of the row.
 
-    A column's missingness m_j is informative when its correlation with some
-    other column's value (missing entries filled with ``fill_values``) or
-    missingness m_k exceeds z_{alpha / 2p} / sqrt(n), with alpha =
-    ``INDICATOR_ALPHA`` Bonferroni-corrected over the p = n_features +
-    len(columns) columns it is compared with: under missingness completely at
-    random every such correlation is N(0, 1/n). A column whose entries go
-    missing together with others', or more often for some kinds of rows, gets
-    an indicator; one emptied at random does not. (Missingness that depends
-    on the missing value alone is invisible to the test.) Above
-    ``MAX_INDICATOR_TEST`` correlations every column keeps its indicator.
+    m_j is informative when its correlation with another column's (filled) value or
+    missingness exceeds z_{alpha/2p} / sqrt(n), alpha = ``INDICATOR_ALPHA`` Bonferroni-corrected
+    over the p compared: under missingness completely at random each is N(0, 1/n). Missingness
+    that depends on the missing value alone is invisible to it.
     """
     n, d = X.shape
     p = d + len(columns)
@@ -676,8 +589,7 @@ def informative_missingness(X, columns, fill_values):
 
 
 def missing_columns(layer):
-    """The input features that had missing values at fit (``missing_features_``), for
-    a layer just fitted by :func:`missing_values_layer`."""
+    """``missing_features_`` of a layer just fitted by :func:`missing_values_layer`."""
     return np.empty(0, np.int64) if layer is None else layer.missing_columns
 
 
@@ -689,8 +601,7 @@ def indicated_features(layer):
 
 
 def fill_and_indicate(X, layer):
-    """What ``layer`` makes of the rows ``X`` (dense or CSR), in NumPy/SciPy:
-    the input of the encoder, returned by ``transform`` with ``passthrough=True``."""
+    """What ``layer`` makes of ``X`` (dense or CSR), in NumPy: ``passthrough=True``'s block."""
     fill_values = layer.fill_values.cpu().numpy()
     indicated = layer.indicated.cpu().numpy()
     if sp.issparse(X):
@@ -720,9 +631,7 @@ def has_missing(X):
 
 
 def check_missing_columns(estimator, X, fitted_with_missing):
-    """Raise a ValueError when ``X`` (more rows to train on: validation rows, a
-    ``partial_fit`` chunk) has missing values but the estimator's network has no
-    :class:`MissingValues` layer (the rows it was built from had none)."""
+    """Refuse training rows ``X`` with NaN when the network has no :class:`MissingValues` layer."""
     if not fitted_with_missing and has_missing(X):
         raise ValueError(
             f"X has missing values (NaN), but {type(estimator).__name__} was fitted on rows "
@@ -732,8 +641,7 @@ def check_missing_columns(estimator, X, fitted_with_missing):
 
 
 def zero_missing(X):
-    """A copy of the rows ``X`` (float32, dense or CSR) with each NaN replaced by 0,
-    and the columns that had one (sorted)."""
+    """A copy of ``X`` (dense or CSR) with each NaN as 0, and the columns that had one."""
     if sp.issparse(X):
         X = X.copy()
         isnan = np.isnan(X.data)
@@ -752,8 +660,7 @@ STATISTICS_ROWS = 8192
 
 
 def _blocks(X, missing):
-    """The encoder's input rows in blocks of :data:`STATISTICS_ROWS` (float64; a CSR
-    block stays sparse)."""
+    """The encoder's input rows in float64 blocks of :data:`STATISTICS_ROWS`."""
     for start in range(0, X.shape[0], STATISTICS_ROWS):
         block = X[start : start + STATISTICS_ROWS]
         if missing is not None:
@@ -762,8 +669,7 @@ def _blocks(X, missing):
 
 
 def _at(block, values):
-    """Rows of ``block`` equal to ``values`` (one per column), per column; a CSR
-    block's implicit zeros count where the value is 0."""
+    """Per column, the rows of ``block`` equal to ``values`` (implicit zeros included)."""
     if not sp.issparse(block):
         return (block == values).sum(axis=0)
     explicit = np.bincount(block.indices[block.data == values[block.indices]],
@@ -773,14 +679,9 @@ def _at(block, values):
 
 
 def input_statistics(X, missing=None):
-    """Per column of the encoder's input (the rows ``X``, float32, dense or CSR,
-    through the missing-values layer ``missing``: filled, then indicators), in
-    float64: its mean, and its compression. A column of rare values, at one end
-    of its range in more than half of the rows (a pixel that is mostly dark, a
-    count that is mostly 0), is compressed so that no row lies beyond
-    :attr:`~._networks.InputScale.BOUND` of its standard deviations (1 over the
-    larger of its standard deviation and its range over the bound, at most 1);
-    every other column has compression 1."""
+    """Per column of the encoder's input (``X`` through ``missing``): mean and compression. The
+    latter is below 1 only for a column at one end of its range in over half the rows, so that no
+    row lies beyond :attr:`~._networks.InputScale.BOUND` of its standard deviations."""
     total = squares = 0.0
     low = high = at_low = at_high = None  # the extremes so far, and the rows at them
     for block in _blocks(X, missing):
@@ -813,13 +714,8 @@ def input_statistics(X, missing=None):
 
 @torch.no_grad()
 def center_input(module, X, missing=None):
-    """Set the fixed ``mean`` and ``compression`` of the input layer of every
-    built-in :class:`~._networks.Encoder` in ``module`` (a student and its
-    teacher copies alike) from the encoder's input over the rows ``X``
-    (:func:`input_statistics`): sparse rows, which the map does not centre,
-    then reach the hidden layers as the same rows dense do, and no fit row
-    enters beyond the layer's bound. A network of the user's own
-    (``architecture=``) is left as it is."""
+    """Set each built-in :class:`~._networks.Encoder`'s input layer in ``module`` from
+    :func:`input_statistics`, so that sparse rows (uncentred by the map) enter as dense ones do."""
     layers = [m[0] for m in module.modules() if isinstance(m, Encoder)]
     if not layers:
         return
@@ -833,8 +729,7 @@ def center_input(module, X, missing=None):
 
 # The table input.
 
-#: What the numeric columns are read as: float64 stays float64 until the columns are
-#: in the network's units, float32 stays float32, anything else is float64.
+#: The numeric columns' dtypes: float64 and float32 stay as they are, anything else float64.
 FLOAT_DTYPES = (np.float64, np.float32)
 #: The table libraries whose tables are read as the pandas DataFrames they convert to.
 FOREIGN_TABLES = ("polars", "pyarrow")
@@ -843,16 +738,9 @@ NO_Y = "no_validation"
 
 
 def as_pandas(X):
-    """A polars DataFrame or a pyarrow Table as the pandas DataFrame its Arrow form
-    converts to; anything else as it is (a polars Series or pyarrow Array as its pandas
-    one). The same column names, strings as strings, categoricals as categories,
-    nulls as NaN, and the kinds pandas gives its own columns: booleans with nulls as
-    pandas' nullable booleans (numeric, not objects), dates as datetimes (refused by
-    name, as a pandas date column is), decimals as floats. A polars ``Categorical``
-    declares no order of its categories (it lists them as its rows first show them),
-    so they are sorted, as pandas sorts the categories it infers; an ``Enum``'s and
-    an Arrow dictionary's stay in their declared order. Column kinds, categories
-    and missing values are then read alike whichever library holds the table."""
+    """A polars or pyarrow table as the pandas DataFrame its Arrow form converts to, read alike
+    (anything else as it is). A polars ``Categorical`` declares no order, so its categories are
+    sorted as pandas sorts inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES or not hasattr(X, "to_pandas"):
         return X
@@ -915,9 +803,7 @@ class TableInput(BaseEstimator):
               "missing_indicators_")
 
     def state(self):
-        """The fitted table input as a plain dict of its parameter and fitted
-        attributes: what a saved or pickled estimator holds as ``_table_input``
-        (every path to a file reads plain values, no class of its own)."""
+        """The plain dict estimators keep as ``_table_input`` (files hold no class of their own)."""
         return {"categorical_features": self.categorical_features,
                 **{name: getattr(self, name) for name in self.FITTED if hasattr(self, name)}}
 
@@ -931,23 +817,16 @@ class TableInput(BaseEstimator):
         return table
 
     def fit_transform(self, owner, X, y=NO_Y):
-        """Fit the columns' kinds, categories and numeric map on the rows ``X`` of
-        the estimator ``owner`` (whose ``n_features_in_`` and ``feature_names_in_``
-        are set); the network's input rows (and ``y``, checked)."""
+        """Fit the kinds, categories and numeric map on ``owner``'s ``X``, and :meth:`transform`."""
         return self._rows(owner, X, y, reset=True, fit=True)
 
     def transform(self, owner, X, y=NO_Y, *, reset=False):
-        """The rows ``X`` as the network's input (and ``y``, checked), read as at fit.
-
-        ``X``'s columns are checked against ``owner``'s, or recorded as its own with
-        ``reset`` (a table input fitted by another estimator: a frozen encoder's)."""
+        """The rows ``X`` as the network's input (and ``y``, checked); ``X``'s columns checked
+        against ``owner``'s, or recorded with ``reset`` (a frozen encoder's table input)."""
         return self._rows(owner, X, y, reset=reset, fit=False)
 
     def validation_rows(self, owner, X_val, fitted_with_missing):
-        """The validation rows ``X_val`` read as the fit rows were, with no missing
-        value where the network has no layer for one
-        (:func:`check_missing_columns`); each error names ``X_val``,
-        whose problem it is (the checks speak of ``X``)."""
+        """``X_val`` read as the fit rows (:func:`check_missing_columns`); errors name ``X_val``."""
         try:
             X_val = self.transform(owner, X_val)
             check_missing_columns(owner, X_val, fitted_with_missing)
@@ -984,11 +863,7 @@ class TableInput(BaseEstimator):
         return self._in_network_units(X, fit), y
 
     def _table_rows(self, owner, X, y, *, reset, fit):
-        """The rows of a table with categorical columns: names and count checked as
-        ``validate_data`` checks them, then (``categorical_features="from_dtype"``)
-        each column's kind against fit's; the numeric columns checked (finite or
-        NaN) and mapped, the categorical ones one-hot encoded."""
-        # kinds checked against fit's where X's columns are checked, not recorded
+        """:meth:`_rows` of a table with categorical columns (kinds checked with "from_dtype")."""
         from_dtype = not reset and isinstance(self.categorical_features, str)
         if from_dtype:
             refuse_an_array(owner, X, self.is_categorical_)
@@ -1016,8 +891,7 @@ class TableInput(BaseEstimator):
         return out if _no_y(y) else (out, y)
 
     def _in_network_units(self, numeric, fit):
-        """The numeric columns ``numeric`` mapped by ``center_`` and ``scale_``
-        (fitted here with ``fit``), as float32."""
+        """``numeric`` mapped by ``center_`` and ``scale_`` (fitted here with ``fit``)."""
         mask = self.is_categorical_
         if fit:
             center, scale = fit_scaling(numeric)
@@ -1032,10 +906,7 @@ class TableInput(BaseEstimator):
         return apply_scaling(numeric, center, scale)
 
     def fit_missing_values(self, owner, rows):
-        """The :class:`~._networks.MissingValues` layer of the network's input rows
-        ``rows`` (None: no missing value), setting ``missing_features_`` and
-        ``missing_indicators_`` (columns of ``X``). A column with no observed value
-        is refused by its name in ``owner``'s ``X``."""
+        """:func:`missing_values_layer` of ``rows``, setting the ``missing_*`` attributes."""
         layer = missing_values_layer(rows, lambda inputs: self.describe(owner, inputs))
         origin = input_origin(self.input_widths())
         self.missing_features_ = origin[missing_columns(layer)]
@@ -1048,15 +919,8 @@ class TableInput(BaseEstimator):
         return len(self.missing_features_) > 0
 
     def fill_unseen_missing(self, owner, rows, name="X"):
-        """The network's input rows ``rows`` to predict from, with a missing value
-        where the network has no input for one (the fit rows had none) read as 0,
-        with a warning naming the columns (and the rows as ``name``).
-
-        0 in the network's units is the column's mean over the fit rows for a
-        standardised column, the lower of its two values for a
-        two-valued one (as a missing category is a block of zeros), and the
-        implicit zero of sparse input. ``rows`` itself when nothing is filled; a
-        copy otherwise."""
+        """``rows`` with NaN read as 0 (a column's fit mean, a two-valued one's lower value, as a
+        missing category is zeros), with a warning, where the network has no input for them."""
         if self.fitted_with_missing or not has_missing(rows):
             return rows
         rows, inputs = zero_missing(rows)
@@ -1072,8 +936,7 @@ class TableInput(BaseEstimator):
         return rows
 
     def input_widths(self):
-        """How many network input columns each column of ``X`` becomes (1, or its
-        number of categories)."""
+        """:func:`input_widths` of the fitted columns."""
         return input_widths(len(self.center_), self.is_categorical_, self.categories_)
 
     @property
@@ -1082,9 +945,7 @@ class TableInput(BaseEstimator):
         return int(self.input_widths().sum())
 
     def network_input_map(self):
-        """``(center, scale)`` of the numeric map over the network's input columns
-        (what the ONNX graph applies): each numeric column's where it lands, 0 and 1
-        (the identity) over a categorical column's one-hot block."""
+        """The numeric map over the network's input columns (identity over a one-hot block)."""
         mask = self.is_categorical_
         if mask is None:
             return self.center_, self.scale_
@@ -1102,8 +963,7 @@ class TableInput(BaseEstimator):
         return input_feature_names(names, self.is_categorical_, self.categories_)
 
     def describe(self, owner, inputs):
-        """The columns of ``X`` that the network input columns ``inputs`` come from,
-        each once: by name (``owner``'s ``feature_names_in_``), else by position."""
+        """The columns of ``X`` that input columns ``inputs`` come from, by name or position."""
         columns = np.unique(input_origin(self.input_widths())[inputs])
         names = getattr(owner, "feature_names_in_", None)
         return [str(names[j]) if names is not None else int(j) for j in columns]
@@ -1121,9 +981,7 @@ def _table_attribute(name):
 
 
 class TableAttributes:
-    """The fitted table input's attributes (``is_categorical_``, ``categories_``,
-    ``center_``, ``scale_``, ``missing_features_``, ``missing_indicators_``) read
-    on the estimator that keeps it as ``_table_input``."""
+    """:class:`TableInput`'s fitted attributes, read on the estimator that keeps it."""
 
     is_categorical_ = _table_attribute("is_categorical_")
     categories_ = _table_attribute("categories_")
