@@ -44,29 +44,23 @@ from ._table import (
 )
 from ._warnings import warn
 
-#: At most this many fit rows, drawn at random, give the passthrough balance of the
-#: embedding: each column's scale is then within about 1 / sqrt(2 * 8192) = 0.8% (one
-#: standard error) of its value over every row, and the pass that embeds them costs a
-#: fixed time instead of a forward pass over the data.
+#: At most this many fit rows, drawn at random, give the passthrough balance of the embedding:
+#: a pass of fixed cost, each column's scale within about 0.8% (one standard error) of its value.
 BALANCE_ROWS = 8192
 
 
 def balance_rows(n_rows):
-    """Sorted indices of the ``BALANCE_ROWS`` rows, of ``n_rows`` > ``BALANCE_ROWS``,
-    that give the passthrough balance. The seed is fixed, so that ``fit``, every
-    ``partial_fit`` call and every data-parallel process embed the same rows of the
-    same data (which rows is a detail of the estimate, not of the model)."""
+    """Sorted indices of the ``BALANCE_ROWS`` rows, of ``n_rows`` > ``BALANCE_ROWS``, that give
+    the passthrough balance; the seed is fixed, so that ``fit``, every ``partial_fit`` call and
+    every data-parallel process embed the same rows."""
     return np.sort(np.random.default_rng(0).choice(n_rows, BALANCE_ROWS, replace=False))
 
 
 def unchanged_on_failure(fit):
-    """``fit`` (or ``partial_fit``) leaving its estimator's attributes as they were
-    when it raises: a refit refused for its input, or interrupted, keeps a fitted
-    estimator whole (its ``feature_names_in_``, table input and network from the
-    fit before). A fit replaces its fitted attributes rather than changing them
-    in place, so the attributes themselves are what is kept; a ``partial_fit``
-    that continues a run trains that run's network in place, and an interrupted
-    one keeps the steps it took."""
+    """``fit`` (or ``partial_fit``) restoring its estimator's attributes when it raises, so that
+    a refused or interrupted refit keeps the earlier fit whole. A fit replaces its attributes
+    rather than changing them in place, so they are what is kept; a ``partial_fit`` continuing a
+    run trains its network in place, and keeps the steps it took."""
 
     @functools.wraps(fit)
     def kept(self, *args, **kwargs):
@@ -99,15 +93,12 @@ class BasePretextEncoder(
 ):
     """Base class of the self-supervised encoders (not for direct use).
 
-    A method subclasses it with an explicit keyword-only ``__init__`` that
-    stores its own parameters and the shared ones (``NETWORK_CONSTRAINTS``,
-    ``passthrough`` and ``TRAINING_CONSTRAINTS``, in that order) and nothing else, a numpydoc
-    docstring that documents all of them, ``_parameter_constraints`` for its
-    own parameters, and ``_build_pretext(n_features, generator, missing)`` returning
-    ``(PretextModule, loss module)``. Everything else (validation, seeding,
-    the training engine, transform) lives here, and saving in
-    ``PersistenceMixin``. ``tests/test_api_contract.py`` checks that the
-    shared parameters keep the same defaults and documentation everywhere.
+    A method subclasses it with a keyword-only ``__init__`` that stores its own parameters,
+    then the shared ones (``NETWORK_CONSTRAINTS``, ``passthrough``, ``TRAINING_CONSTRAINTS``),
+    and nothing else, a numpydoc docstring, ``_parameter_constraints`` for its own parameters
+    and ``_build_pretext(n_features, generator, missing)`` returning ``(PretextModule, loss
+    module)`` (``docs/adding_a_method.md``). Validation, seeding, training and ``transform``
+    live here, saving in ``PersistenceMixin``.
     """
 
     _parameter_constraints = {
@@ -130,17 +121,16 @@ class BasePretextEncoder(
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The rows: a numeric matrix (e.g. a ColumnTransformer's output), or a
-            DataFrame whose categorical columns are read natively
-            (``categorical_features``); numeric columns in any units, NaN allowed.
+            The rows: a numeric matrix (e.g. a ColumnTransformer's output), or a DataFrame
+            whose categorical columns are read natively (``categorical_features``); numeric
+            columns in any units, NaN allowed.
         y : None
             Ignored; present for Pipeline compatibility.
         X_val : array-like of shape (n_val_samples, n_features), default=None
-            A fixed pretext-validation set for early stopping (e.g. a paper
-            split's ``pretext_val`` rows), preprocessed like ``X``. When given,
-            every row of ``X`` trains and ``validation_fraction`` is ignored.
-            In a Pipeline, ``fit(..., enc__X_val=...)`` passes it through
-            unchanged: the earlier steps do not transform it.
+            A fixed pretext-validation set for early stopping (e.g. a paper split's
+            ``pretext_val`` rows), preprocessed like ``X``. When given, every row of ``X``
+            trains and ``validation_fraction`` is ignored. In a Pipeline,
+            ``fit(..., enc__X_val=...)`` passes it through the earlier steps untransformed.
 
         Returns
         -------
@@ -183,34 +173,27 @@ class BasePretextEncoder(
     def partial_fit(self, X, y=None):
         """One pass of the pretext task over the rows of ``X``, continuing the last call.
 
-        The first call builds the network from ``X`` (its width, categories
-        and missing values); each call then trains one epoch over its rows,
-        keeping the optimiser, the teacher and the queue from the call
-        before, so that a loop over chunks (a memory-mapped array, parquet row
-        groups, Dask-ML's ``Incremental``) pretrains on data larger than
-        memory. There is no validation and no early stopping
-        (``max_epochs``, ``patience`` and ``validation_fraction`` do not
-        apply): stop when you like. ``fit`` starts over, and so does a first
-        ``partial_fit`` after ``fit`` (with a warning: fit keeps no optimiser,
-        teacher or queue); an encoder loaded from a file cannot continue.
-        Changing a parameter between calls is an error.
+        Each call trains one epoch over its rows, keeping the optimiser, teacher and queue of
+        the call before, so that a loop over chunks (a memory-mapped array, parquet row groups,
+        Dask-ML's ``Incremental``) pretrains on data larger than memory; the first call builds
+        the network from its rows. No validation or early stopping (``max_epochs``,
+        ``patience`` and ``validation_fraction`` do not apply). ``fit`` starts over, and so
+        does a first ``partial_fit`` after ``fit`` (with a warning); an encoder loaded from a
+        file cannot continue. Changing a parameter between calls is an error.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            A chunk of rows, preprocessed like the first one (same columns).
-            Each chunk is one epoch: shuffle rows across chunks if the data is
-            ordered.
+            A chunk of rows, preprocessed like the first one (same columns). Each chunk is one
+            epoch: shuffle rows across chunks if the data is ordered.
         y : None
             Ignored; present for API compatibility.
 
         Returns
         -------
         self : object
-            The encoder, fitted on the chunks seen so far. The numeric
-            columns' units (``center_``, ``scale_``) are those of the first
-            chunk; with ``passthrough=True`` the balance of the embedding block
-            (``embedding_mean_``, ``embedding_scale_``) is that of the last chunk.
+            The encoder, fitted on the chunks seen so far: ``center_`` and ``scale_`` are the
+            first chunk's, ``embedding_mean_`` and ``embedding_scale_`` the last one's.
         """
         net = getattr(self, "_partial_net", None)
         if net is None:
@@ -235,10 +218,9 @@ class BasePretextEncoder(
         return self
 
     def _start(self, X):
-        """Everything ``fit`` and a first ``partial_fit`` set up before training:
-        ``X`` checked, its missing-values layer, the pretext module (its
-        corruption groups set) and loss, the device and the seeds of the data
-        order, the validation split and the validation corruption."""
+        """What ``fit`` and a first ``partial_fit`` set up before training: ``X`` checked, its
+        missing-values layer, the pretext module (corruption groups set) and loss, the device
+        and the seeds of the data order, the validation split and the validation corruption."""
         self._validate_params()
         table = TableInput(self.categorical_features)  # kept once it has read X
         X = table.fit_transform(self, X)
@@ -265,8 +247,7 @@ class BasePretextEncoder(
         keep_trained(self, module.encoder, result, device)
         self._n_features_out = self.embedding_dim
         if not self.passthrough:
-            # no forward pass over rows that transform would never read; a refit
-            # drops the balance of an earlier passthrough fit
+            # no pass over rows transform would never read; drop an earlier fit's balance
             for name in ("embedding_mean_", "embedding_scale_"):
                 vars(self).pop(name, None)
             return
@@ -279,8 +260,8 @@ class BasePretextEncoder(
         )
 
     def _embedding_balance(self):
-        """``(embedding_mean_, embedding_scale_)``, which ``passthrough=True`` needs;
-        a ValueError when the encoder was fitted with ``passthrough=False``."""
+        """``(embedding_mean_, embedding_scale_)`` for ``passthrough=True``; a ValueError when
+        fitted with ``passthrough=False``."""
         if not hasattr(self, "embedding_mean_"):
             raise ValueError(
                 f"This {type(self).__name__} was fitted with passthrough=False, so it "
@@ -291,9 +272,8 @@ class BasePretextEncoder(
         return self.embedding_mean_, self.embedding_scale_
 
     def _check_partial_start(self):
-        """What a first ``partial_fit`` does to a network trained otherwise: one
-        fitted with ``fit`` is replaced, with a warning; one loaded from a file
-        (whose optimiser, teacher and queue were not saved) is an error."""
+        """A first ``partial_fit`` replaces a network fitted with ``fit``, with a warning, and
+        refuses one loaded from a file (its optimiser, teacher and queue were not saved)."""
         if not hasattr(self, "network_"):
             return
         if hasattr(self, "_partial_params"):
@@ -333,12 +313,9 @@ class BasePretextEncoder(
         Returns
         -------
         Z : ndarray of shape (n_samples, embedding_dim)
-            The float32 embeddings z of the rows; with ``passthrough=True``,
-            the rows (missing entries filled, then an indicator column per
-            feature of ``missing_indicators_``) followed by their embeddings
-            standardised and scaled to the rows' total variance
-            (``embedding_mean_``, ``embedding_scale_``), a CSR matrix when
-            ``X`` is sparse.
+            The float32 embeddings z of the rows; with ``passthrough=True``, the rows (missing
+            entries filled, then an indicator column per feature of ``missing_indicators_``)
+            followed by their balanced embeddings, a CSR matrix when ``X`` is sparse.
         """
         check_is_fitted(self)
         balance = self._embedding_balance() if self.passthrough else None
@@ -361,16 +338,15 @@ class BasePretextEncoder(
         Parameters
         ----------
         input_features : array-like of str, default=None
-            Input feature names, checked against ``feature_names_in_``; only
-            used with ``passthrough=True``.
+            Input feature names, checked against ``feature_names_in_``; only used with
+            ``passthrough=True``.
 
         Returns
         -------
         feature_names_out : ndarray of str
-            ``"<class name lower-cased><i>"`` for the embedding's columns;
-            with ``passthrough=True`` after the input feature names and, for
-            each feature in ``missing_indicators_``, ``"missingindicator_<name>"``.
-            A name given twice raises a ``ValueError`` that names it.
+            ``"<class name lower-cased><i>"`` for the embedding's columns; with
+            ``passthrough=True`` after the input feature names and ``"missingindicator_<name>"``
+            for each feature in ``missing_indicators_``. A repeated name raises a ValueError.
         """
         embedding_names = super().get_feature_names_out()
         if not self.passthrough:

@@ -1,11 +1,8 @@
 """Classifiers: an encoder network plus a linear head, trained on the labeled rows.
 
-``QMatchClassifier`` starts from a self-supervised encoder (pretrained on all
-rows); ``SupervisedMLPClassifier`` starts from random weights (the paper's
-supervised baseline). The supervised stage is shared with the regressors
-(``_head.py``); ``BaseHeadClassifier`` adds what is particular to classes:
-labels with -1 for unlabeled rows, a stratified validation split, the
-cross-entropy, a logistic head, probabilities.
+``QMatchClassifier`` starts from a pretrained self-supervised encoder,
+``SupervisedMLPClassifier`` from random weights (the paper's supervised baseline); the
+supervised stage is shared with the regressors (``_head.py``).
 """
 
 import numbers
@@ -36,15 +33,11 @@ UNLABELED = -1
 
 
 def labeled_mask(y):
-    """True where ``y`` is a label, False where it is the integer -1
-    (unlabeled, as in scikit-learn's semi-supervised estimators).
-
-    As in ``SelfTrainingClassifier``, a string-dtype ``y`` is refused (it
-    cannot hold the integer -1, and the string "-1" would silently become a
-    class), and so is the string "-1" in an object array; so are, in an object
-    array, None or NaN (a natural mark of an unlabeled row, which would reach
-    a sort with the strings) and labels that mix strings and numbers.
-    """
+    """True where ``y`` is a label, False where it is the integer -1 (unlabeled, as in
+    scikit-learn's semi-supervised estimators). Refused as in ``SelfTrainingClassifier``: a
+    string dtype (it cannot hold -1) and the string "-1" (it would become a class); in an
+    object array also None or NaN (they would be sorted with the strings) and labels that mix
+    strings and numbers."""
     y = np.asarray(y)
     if y.dtype.kind in "US":
         raise ValueError(
@@ -84,13 +77,9 @@ def _stratify_or_none(y, validation_fraction):
 
 
 class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
-    """The supervised stage for classes (not for direct use).
-
-    Labels with -1 for unlabeled rows, encoded as class indices; a validation
-    split stratified when possible; the cross-entropy (early stopping may
-    watch the accuracy instead); the logistic head of
-    ``freeze_encoder="auto"`` without validation; ``predict_proba``.
-    """
+    """The supervised stage for classes (not for direct use): -1 marks an unlabeled row, the
+    validation split is stratified when possible, the loss is the cross-entropy, the
+    closed-form head a logistic regression."""
 
     _parameter_constraints = {
         **TRAINING_CONSTRAINTS,
@@ -111,28 +100,22 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The rows, labeled and unlabeled: a numeric matrix, or a DataFrame
-            whose categorical columns are read natively; numeric columns in any
-            units, NaN allowed.
+            The rows, labeled and unlabeled: a numeric matrix, or a DataFrame whose
+            categorical columns are read natively; numeric columns in any units, NaN allowed.
         y : array-like of shape (n_samples,)
-            Class labels; the integer -1 marks an unlabeled row. String labels
-            go in an object array (as in scikit-learn's
-            ``SelfTrainingClassifier``), e.g. ``np.array(["a", -1], dtype=object)``.
+            Class labels; the integer -1 marks an unlabeled row. String labels go in an object
+            array (as in ``SelfTrainingClassifier``), e.g. ``np.array(["a", -1], dtype=object)``.
         X_val, y_val : array-like, default=None
-            A fixed validation set for early stopping (e.g. a paper split's
-            ``val`` rows). When given, every labeled row of ``X`` trains and
-            ``validation_fraction`` is ignored. Give both or neither.
+            A fixed validation set for early stopping (e.g. a paper split's ``val`` rows). When
+            given, every labeled row of ``X`` trains and ``validation_fraction`` is ignored.
+            Give both or neither.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows in the supervised loss, the
-            early-stopping loss of the held-out rows and the logistic head
-            (multiplied by ``class_weight``). Unlabeled rows' weights are
-            ignored: pretraining treats every row alike. ``X_val`` rows
-            are weighted by ``class_weight`` only. At least one labeled row
-            must weigh more than 0; the logistic head cross-validates on the
-            rows that do. Only their ratios count: the labeled rows' weights
-            are scaled to a mean of 1, so that C's grid and the losses mean
-            the same at any scale (1e39 is 1e39 times 1, not float32's
-            infinity).
+            Non-negative weights of the rows in the supervised loss, the early-stopping loss
+            and the logistic head, multiplied by ``class_weight`` (``X_val`` rows take
+            ``class_weight`` only); unlabeled rows' weights are ignored, as pretraining treats
+            every row alike. At least one labeled row must weigh more than 0. Only ratios
+            count: the labeled rows' weights are scaled to a mean of 1, so that C's grid and
+            the losses mean the same at any scale.
 
         Returns
         -------
@@ -170,8 +153,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         )
 
     def _twins(self):
-        """The kinds of twin (keys of :data:`TWINS`) the closed-form head's
-        regressions get from the unlabeled rows."""
+        """The twins (keys of :data:`TWINS`) the closed-form head's regressions get."""
         return ()
 
     def _class_weights(self, targets, label_encoder):
@@ -200,9 +182,8 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         self.classes_ = label_encoder.classes_
 
     def _encode_labels(self, y_labeled, n_unlabeled):
-        """A LabelEncoder fitted on the labeled rows and their class indices;
-        raises unless there are two classes (``n_unlabeled``: the rows of y
-        marked -1, named in the error)."""
+        """A LabelEncoder fitted on the labeled rows and their class indices; raises unless
+        there are two classes, naming the ``n_unlabeled`` rows marked -1."""
         check_classification_targets(y_labeled)
         label_encoder = LabelEncoder().fit(y_labeled)
         if len(label_encoder.classes_) < 2:
@@ -230,27 +211,24 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return label_encoder.transform(y_val).astype(np.int64)
 
     def _logits(self, X):
-        """The logits of the rows ``X``, float32 (softmax gives the probabilities):
-        the network's through the head's prediction module
-        (:class:`~.heads.ClassifierHead`, which the ONNX export runs too)."""
+        """The float32 logits of the rows ``X``: the network's, through the head's prediction
+        module (:class:`~.heads.ClassifierHead`, which the ONNX export runs too)."""
         logits, X = self._network_outputs(X, return_rows=True)
         # the rows only where trees read them: a wide sparse X is never densified otherwise
         return run_head(self._prediction_head(), logits,
                         None if self.boosted_trees_ is None else X)
 
     def _prediction_head(self):
-        """The fitted head's prediction module: the network's logits, or their
-        mixture with a boosted member (``boosted_trees_``, see
-        :func:`~.heads.fit_logistic_head_`)."""
+        """The fitted head's prediction module: the network's logits, or their mixture with a
+        boosted member (``boosted_trees_``, see :func:`~.heads.fit_logistic_head_`)."""
         return ClassifierHead(self.boosted_trees_, self.boosting_temperature_,
                               self.boosting_weight_)
 
     def decision_function(self, X):
         """Compute the logits; for two classes, the logit margin of ``classes_[1]``.
 
-        The logits are the head's, or with a boosted member
-        (``boosting_weight_`` > 0) the logs of the mixed probabilities: their
-        softmax is ``predict_proba`` either way.
+        With a boosted member (``boosting_weight_`` > 0) the logits are the logs of the mixed
+        probabilities: their softmax is ``predict_proba`` either way.
 
         Parameters
         ----------
@@ -260,8 +238,8 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-            The logits, or for two classes the logit of ``classes_[1]`` minus
-            that of ``classes_[0]``.
+            The logits, or for two classes the logit of ``classes_[1]`` minus that of
+            ``classes_[0]``.
         """
         logits = self._logits(X)
         return logits[:, 1] - logits[:, 0] if len(self.classes_) == 2 else logits
@@ -319,73 +297,48 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     """Classifier on a self-supervised encoder: pretrain, then fine-tune or probe.
 
-    ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
-    label is -1 are unlabeled and serve pretraining only. A linear head is
-    then trained on the labeled rows, together with the encoder
-    (fine-tuning) or on its frozen embeddings (the paper's linear
-    evaluation), with AdamW. By default (``freeze_encoder="auto"``) both are
-    trained when there are enough labeled rows to validate on, and the one
-    with the better validation score is kept; with few labels, the head is a
-    logistic regression on the frozen embeddings, its C chosen by
-    cross-validation on the labeled rows.
+    ``fit(X, y)`` pretrains ``encoder`` on every row of ``X`` (rows labeled -1 serve
+    pretraining only), then trains a linear head on the labeled rows (``freeze_encoder``; user
+    guide: "Linear evaluation, fine-tuning and unlabeled rows").
 
     Parameters
     ----------
     encoder : estimator, default=None
-        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
-        a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
-        reuse it across fits and CV folds. None means
-        ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this classifier's
-        ``device``, ``precision`` and ``verbose``, seeded from its
-        ``random_state``, in batches of 512 rows (128 on tables of up to 4,608
-        rows, where 512 would make fewer than 100 steps): a tenth of the
-        paper's pretraining, for a fit in seconds to minutes. The
-        head sees the input features beside the embedding, which did better
-        with few labels (``benchmarks/results/fewlabel.md``). Pass
-        ``QMatchEncoder()`` for the paper's head on the embedding alone. An
-        encoder whose ``random_state`` is None is seeded from this
-        classifier's ``random_state`` (when that is set), so that a seeded
-        classifier refits to the same result.
+        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or a fitted one
+        wrapped in :class:`sklearn.frozen.FrozenEstimator` to reuse it across fits and CV folds.
+        None means ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this classifier's
+        ``device``, ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up
+        to 4,608 rows, for at least 100 steps): a tenth of the paper's pretraining, its head
+        reading the input features beside the embedding, which did better with few labels
+        (``benchmarks/results/fewlabel.md``); ``QMatchEncoder()`` gives the paper's head on the
+        embedding alone. An encoder whose ``random_state`` is None is seeded from this
+        classifier's, so that a seeded classifier refits to the same result.
     freeze_encoder : bool or "auto", default="auto"
-        True trains only the linear head on the encoder's embeddings (linear
-        evaluation), False fine-tunes the encoder with it. "auto" trains both
-        when there is a validation set (``X_val``, or ``validation_fraction``
-        gives one) and keeps the better on it. Without one (few labels) the
-        head is a logistic regression on the frozen embeddings whose C is
-        chosen by cross-validation on the labeled rows (as
-        ``LogisticRegressionCV``; no epochs, ``n_epochs_ = 0``); beside the
-        input features, an average of such regressions over weights of the
-        embedding block (``embedding_weight_``). From 50 labeled rows on
-        (and 10 per class on average), gradient-boosted trees on the input
-        features are mixed with that average in the proportion whose
-        out-of-fold predictions are likeliest (stacking, ``boosting_weight_``).
+        True trains only the linear head on the encoder's embeddings (linear evaluation),
+        False fine-tunes the encoder with it. "auto" trains both when there is a validation set
+        (``X_val``, or from ``validation_fraction``) and keeps the better on it. Without one
+        (few labels) the head is a logistic regression on the frozen embeddings, its C chosen
+        by cross-validation on the labeled rows as in ``LogisticRegressionCV`` (no epochs,
+        ``n_epochs_ = 0``): beside the input features, an average over weights of the
+        embedding block (``embedding_weight_``); from 50 labeled rows (and 10 per class on
+        average) on, mixed with gradient-boosted trees on the input features by stacking
+        (``boosting_weight_``).
     %(predictor_training)s
     %(validation_fraction_classifier)s
     %(scoring_classifier)s
     %(class_weight)s
     self_training : bool, default=True
-        Whether the closed-form head of ``freeze_encoder="auto"`` (few labels,
-        no validation set) also reads the unlabeled rows (a seeded sample of at
-        most 4,096): each of its logistic regressions gets a twin self-trained
-        on them (self-training, Yarowsky, 1995, as scikit-learn's
-        ``SelfTrainingClassifier``: unlabeled rows predicted with probability
-        0.75 or more take that class, refitted until they no longer change, at
-        most 5 times; together they weigh as much as the labeled rows), weighed
-        against the plain regressions by its likelihood on held-out labeled
-        rows, self-training repeated inside each fold.
-        ``self_training_weight_`` says how much it counted. The other heads
-        ignore it.
+        Whether the closed-form head of ``freeze_encoder="auto"`` also reads the unlabeled rows
+        (a seeded sample of at most 4,096): each of its logistic regressions gets a twin
+        self-trained on them (Yarowsky, 1995; as ``SelfTrainingClassifier``, threshold 0.75, at
+        most 5 refits), weighed against the plain regressions by its likelihood on held-out
+        labeled rows (``self_training_weight_``). The other heads ignore it.
     label_spreading : bool, default=False
-        Whether each logistic regression of that head also gets a twin trained
-        on labels spread to the unlabeled rows (label spreading on their
-        7-nearest-neighbour graph in the head's features, Zhou et al., 2004;
-        the spread labels train the regression as in Iscen et al., 2019:
-        rows whose spread class probability is 0.75 or more take that class),
-        weighed like the self-trained twin, the spreading repeated inside each
-        fold. It helps where the classes are clusters of the embedding
-        (image-like tables) and can hurt elsewhere, hence off by default.
-        ``label_spreading_weight_`` says how much it counted. The other heads
-        ignore it.
+        Whether each logistic regression of that head also gets a twin trained on labels spread
+        to the unlabeled rows over their 7-nearest-neighbour graph (Zhou et al., 2004; as in
+        Iscen et al., 2019, threshold 0.75), weighed like the self-trained twin
+        (``label_spreading_weight_``). Off by default: it helps where the classes are clusters
+        of the embedding (image-like tables) and can hurt elsewhere. The other heads ignore it.
     %(max_time)s
     %(predictor_device)s
 
@@ -393,10 +346,9 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     ----------
     %(encoder_)s
     head_ : {"logistic", "linear", "fine-tuned"}
-        The head kept: ``"logistic"`` (fitted in closed form on the frozen
-        encoder, without epochs: few labels and no validation set),
-        ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"`` (AdamW
-        on encoder and head).
+        The head kept: ``"logistic"`` (closed form on the frozen encoder, no epochs: few labels
+        and no validation set), ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"``
+        (AdamW on encoder and head).
     %(frozen_encoder_qmatch)s
     %(center_)s
     %(scale_)s
@@ -404,39 +356,30 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     %(classes_)s
     %(history_classifier)s
     n_epochs_ : int
-        Supervised epochs run (0 when the head is the cross-validated
-        logistic regression of ``freeze_encoder="auto"`` without validation).
+        Supervised epochs run (0 with the closed-form head, ``head_="logistic"``).
     %(best_epoch_qmatch)s
     embedding_weight_ : float
-        With an encoder of ``passthrough=True`` and the closed-form head of
-        ``freeze_encoder="auto"``, the average weight of the embedding block
-        beside the input features: the head averages the logistic regressions
-        fitted with the block scaled by 1, 0.5 and 0, each weighted by its
-        cross-validated likelihood on the labeled rows (pseudo-Bayesian model
-        averaging). Near 0 the head reads the input features alone (the
-        embedding did not help on the labeled rows), near 1 the whole
-        embedding. 1.0 otherwise.
+        With an encoder of ``passthrough=True`` and the closed-form head, the average weight of
+        the embedding block beside the input features: the logistic regressions fitted with the
+        block scaled by 1, 0.5 and 0 are averaged, each weighted by its cross-validated
+        likelihood (pseudo-Bayesian model averaging). Near 0 the embedding did not help on the
+        labeled rows. 1.0 otherwise.
     self_training_weight_ : float
-        With ``self_training=True`` and the closed-form head, the self-trained
-        regressions' share of the regressions' weight (0 to 1); 0.0 otherwise.
+        With ``self_training=True`` and the closed-form head, the self-trained regressions'
+        share of the regressions' weight (0 to 1); 0.0 otherwise.
     label_spreading_weight_ : float
-        With ``label_spreading=True`` and the closed-form head, the share of
-        the regressions trained on spread labels (0 to 1); 0.0 otherwise.
+        With ``label_spreading=True`` and the closed-form head, the share of the regressions
+        trained on spread labels (0 to 1); 0.0 otherwise.
     boosting_weight_ : float
-        With the closed-form head of ``freeze_encoder="auto"`` and at least
-        50 labeled rows (and 10 per class on average), the weight of the gradient-boosted member
-        (``HistGradientBoostingClassifier`` on the input features, its
-        log-odds divided by ``boosting_temperature_``) in the predicted
-        probabilities, (1 - w) softmax(network) + w trees, w the weight whose
-        mixture of the two's out-of-fold probabilities on the labeled rows is
-        likeliest (stacking; Yao et al., 2018, eq. 4). 0.0 otherwise (or when
-        below 1e-6).
+        With the closed-form head and at least 50 labeled rows (10 per class on average), the
+        weight w of the gradient-boosted member (``HistGradientBoostingClassifier`` on the input
+        features, its log-odds divided by ``boosting_temperature_``) in the probabilities
+        (1 - w) softmax(network) + w trees: the likeliest mixture of the two's out-of-fold
+        probabilities (stacking; Yao et al., 2018, eq. 4). 0.0 otherwise (or below 1e-6).
     boosted_trees_ : dict of ndarray or None
-        The boosted member's trees as arrays (nodes, thresholds, leaf
-        values), None when ``boosting_weight_`` is 0.
+        The boosted member's trees as arrays; None when ``boosting_weight_`` is 0.
     boosting_temperature_ : float
-        The temperature fitted on the member's out-of-fold log-odds (1.0
-        without a member).
+        The temperature fitted on the member's out-of-fold log-odds (1.0 without a member).
     %(max_time_reached_)s
     %(fit_attributes)s
     %(missing_features_predictor)s
@@ -523,9 +466,8 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
 class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     """The encoder network plus a linear head, trained from random weights on labels only.
 
-    The paper's "supervised baseline": the same architecture and supervised
-    stage as :class:`QMatchClassifier`, without pretraining. Rows labeled -1
-    are ignored.
+    The paper's "supervised baseline": :class:`QMatchClassifier`'s architecture and supervised
+    stage without pretraining. Rows labeled -1 are ignored.
 
     Parameters
     ----------

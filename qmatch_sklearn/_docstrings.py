@@ -1,16 +1,16 @@
 """Docstring entries shared by the public estimators, written once.
 
-A class decorated with :func:`fill_doc` writes ``%(key)s`` on a line of its own where
-an entry of :data:`ENTRIES` (or the entries of a group of :data:`GROUPS`) goes; the
-decorator puts the text there, indented as the placeholder is. The choice and its
-reasons are in ``docs/design.md`` ("Shared docstring entries are written once").
+A class decorated with :func:`fill_doc` writes ``%(key)s`` on a line of its own where an entry
+of :data:`ENTRIES` (or a group of :data:`GROUPS`) goes, and gets the text there, indented as the
+placeholder; why: ``docs/design.md`` ("Constructors are written out; shared docstring entries are
+written once").
 """
 
 import re
 from textwrap import indent
 
-#: Each shared Parameters or Attributes entry, by key: the parameter's name, with the
-#: family that shares the wording when families word it differently.
+#: Each shared Parameters or Attributes entry, by key: the parameter's name, with the family
+#: that shares the wording when families word it differently.
 ENTRIES = {
     "teacher_temperature": """\
 teacher_temperature : float, default=0.04
@@ -28,12 +28,10 @@ corruption_type : {"vime", "zero"}, default="vime"
 """,
     "feature_groups": """\
 feature_groups : list of lists of int or str, default=None
-    Columns corrupted as one unit, by index or (for a DataFrame) name: a
-    corrupted group takes all its values from one other row ("vime") or is
-    zeroed whole ("zero"), and counts as one entry for the corruption rate.
-    Other columns, and all with None (as in the paper), are corrupted on
-    their own. :func:`qmatch_sklearn.one_hot_groups` reads the groups of
-    one-hot columns off a fitted ColumnTransformer.
+    Columns corrupted as one unit, by index or DataFrame column name: a corrupted group takes
+    all its values from one other row ("vime") or is zeroed whole ("zero") and counts as one
+    entry for the corruption rate; None (as in the paper) corrupts each column alone.
+    :func:`qmatch_sklearn.one_hot_groups` reads one-hot groups off a fitted ColumnTransformer.
 """,
     "projection_sizes": """\
 projection_sizes : tuple of int, default=(512, 128)
@@ -41,20 +39,18 @@ projection_sizes : tuple of int, default=(512, 128)
 """,
     "categorical_features_encoder": """\
 categorical_features : "from_dtype", array-like or None, default="from_dtype"
-    The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
-    columns of dtype ``category``, ``string`` or ``object``; an array-like
-    names them (indices, names or a boolean mask; integer codes allowed);
-    None makes every column numeric. Each becomes a one-hot block of the
-    categories seen at fit (``categories_``, at most 255), all zeros for a
+    The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's columns of dtype
+    ``category``, ``string`` or ``object``; an array-like names them (indices, names or a
+    boolean mask; integer codes allowed); None makes every column numeric. Each becomes a
+    one-hot block of the categories seen at fit (``categories_``, at most 255), all zeros for a
     missing value or an unseen category, and is corrupted as one unit.
 """,
     "categorical_features_uncorrupted": """\
 categorical_features : "from_dtype", array-like or None, default="from_dtype"
-    The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
-    columns of dtype ``category``, ``string`` or ``object``; an array-like
-    names them (indices, names or a boolean mask; integer codes allowed);
-    None makes every column numeric. Each becomes a one-hot block of the
-    categories seen at fit (``categories_``, at most 255), all zeros for a
+    The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's columns of dtype
+    ``category``, ``string`` or ``object``; an array-like names them (indices, names or a
+    boolean mask; integer codes allowed); None makes every column numeric. Each becomes a
+    one-hot block of the categories seen at fit (``categories_``, at most 255), all zeros for a
     missing value or an unseen category.
 """,
     "hidden_sizes_encoder": """\
@@ -70,11 +66,10 @@ hidden_sizes : tuple of int, default=None
 """,
     "architecture_encoder": """\
 architecture : {"mlp", "imix"}, callable or torch.nn.Module, default="mlp"
-    The encoder network: ``"mlp"`` (fully connected layers with batch
-    normalisation and ReLU), ``"imix"`` (the paper's i-Mix maxout network, for
-    a GPU), a callable ``architecture(n_features, embedding_dim)`` returning a
-    ``torch.nn.Module`` that maps (batch, n_features) to (batch,
-    embedding_dim), or such a module (deep-copied at each fit).
+    The encoder network: ``"mlp"`` (fully connected layers with batch normalisation and ReLU),
+    ``"imix"`` (the paper's i-Mix maxout network, for a GPU), a callable
+    ``architecture(n_features, embedding_dim)`` returning a ``torch.nn.Module`` that maps
+    (batch, n_features) to (batch, embedding_dim), or such a module (deep-copied at each fit).
     ``qmatch_sklearn.save`` refuses a network of your own; pickle it instead.
 """,
     "architecture_supervised": """\
@@ -91,12 +86,11 @@ embedding_dim : int, default=128
 """,
     "passthrough": """\
 passthrough : bool, default=False
-    When True, ``transform`` returns each row's input features followed by
-    its embedding, ``[X, z]`` (sparse when ``X`` is sparse), as
-    ``StackingClassifier(passthrough=True)`` does; the embedding block is
-    standardised and scaled to the input block's total variance
-    (``embedding_mean_``, ``embedding_scale_``). A ``QMatchClassifier`` on
-    such an encoder gives its head both.
+    When True, ``transform`` returns each row's input features followed by its embedding,
+    ``[X, z]`` (sparse when ``X`` is sparse), as ``StackingClassifier(passthrough=True)`` does;
+    the embedding block is standardised and scaled to the input block's total variance
+    (``embedding_mean_``, ``embedding_scale_``). A ``QMatchClassifier`` on such an encoder gives
+    its head both.
 """,
     "lr_encoder": """\
 lr : float, default=1e-3
@@ -134,10 +128,9 @@ max_epochs : int, default=500
 """,
     "patience_encoder": """\
 patience : int, default=32
-    Stop after this many epochs without a lower validation loss, restoring
-    the best epoch's weights. A non-finite loss or weight also stops
-    training: the best finite epoch is restored with a ``ConvergenceWarning``
-    (``FloatingPointError`` when no epoch was finite).
+    Stop after this many epochs without a lower validation loss, restoring the best epoch's
+    weights. A non-finite loss or weight also stops training: the best finite epoch is restored
+    with a ``ConvergenceWarning`` (``FloatingPointError`` when no epoch was finite).
 """,
     "patience_predictor": """\
 patience : int, default=32
@@ -146,24 +139,21 @@ patience : int, default=32
 """,
     "validation_fraction_encoder": """\
 validation_fraction : float, "auto" or None, default="auto"
-    Share of the rows held out for that validation loss. "auto" holds out
-    10% when that is at least 200 rows (from 2,000 rows on), else none;
-    without held-out rows (or with None) training runs ``max_epochs`` and
-    keeps the last weights.
+    Share of the rows held out for that validation loss. "auto" holds out 10% when that is at
+    least 200 rows (from 2,000 rows on), else none; without held-out rows (or with None)
+    training runs ``max_epochs`` and keeps the last weights.
 """,
     "validation_fraction_classifier": """\
 validation_fraction : float, "auto" or None, default="auto"
-    Share of the labeled rows held out (stratified when possible) for early
-    stopping. "auto" holds out 10% when that is at least 200 rows (from
-    2,000 labeled rows on), else none; without held-out rows (or with None)
-    training runs ``max_epochs``.
+    Share of the labeled rows held out (stratified when possible) for early stopping. "auto"
+    holds out 10% when that is at least 200 rows (from 2,000 labeled rows on), else none;
+    without held-out rows (or with None) training runs ``max_epochs``.
 """,
     "validation_fraction_regressor": """\
 validation_fraction : float, "auto" or None, default="auto"
-    Share of the labeled rows held out (drawn at random) for early
-    stopping. "auto" holds out 10% when that is at least 200 rows (from
-    2,000 labeled rows on), else none; without held-out rows (or with None)
-    training runs ``max_epochs``.
+    Share of the labeled rows held out (drawn at random) for early stopping. "auto" holds out
+    10% when that is at least 200 rows (from 2,000 labeled rows on), else none; without held-out
+    rows (or with None) training runs ``max_epochs``.
 """,
     "device_encoder": """\
 device : str, default="auto"
@@ -175,10 +165,9 @@ device : str, default="auto"
 """,
     "precision": """\
 precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
-    Precision of training, by Lightning's names: float32, or forward passes
-    under bfloat16 or float16 autocast ("16-mixed": CUDA only); outputs stay
-    float32. "auto" is "bf16-mixed" on CPUs with bf16 matrix units, else
-    "32-true" (user guide: "CPU, GPU, and saving models").
+    Precision of training, by Lightning's names: float32, or forward passes under bfloat16 or
+    float16 autocast ("16-mixed": CUDA only); outputs stay float32. "auto" is "bf16-mixed" on
+    CPUs with bf16 matrix units, else "32-true" (user guide: "CPU, GPU, and saving models").
 """,
     "random_state_encoder": """\
 random_state : int, RandomState instance or None, default=None
@@ -188,8 +177,7 @@ random_state : int, RandomState instance or None, default=None
 """,
     "random_state_predictor": """\
 random_state : int, RandomState instance or None, default=None
-    Seeds the network's initialisation, shuffling and the validation split
-    (local generators).
+    Seeds the network's initialisation, shuffling and the validation split (local generators).
 """,
     "verbose": """\
 verbose : int, default=0
@@ -260,8 +248,7 @@ is_categorical_ : ndarray of bool or None
 """,
     "categories_": """\
 categories_ : list of ndarray or None
-    The categories of each categorical column, in the order of its
-    one-hot block.
+    The categories of each categorical column, in the order of its one-hot block.
 """,
     "missing_features_encoder": """\
 missing_features_ : ndarray of int
@@ -282,9 +269,8 @@ missing_indicators_ : ndarray of int
 """,
     "center_": """\
 center_ : ndarray of shape (`n_features_in_`,)
-    Each numeric column's center at fit, in float64: its mean, or its
-    minimum when it holds two values (0 for a categorical column). The
-    network reads ``(x - center_) / scale_``.
+    Each numeric column's center at fit, in float64: its mean, or its minimum when it holds two
+    values (0 for a categorical column). The network reads ``(x - center_) / scale_``.
 """,
     "scale_": """\
 scale_ : ndarray of shape (`n_features_in_`,)
@@ -315,27 +301,22 @@ scoring : {"loss", "accuracy"}, default="loss"
 """,
     "scoring_regressor": """\
 scoring : {"loss"}, default="loss"
-    What early stopping watches on the held-out rows: the mean squared
-    error of the standardised targets (lower is better), averaged over
-    the outputs.
+    What early stopping watches on the held-out rows: the mean squared error of the standardised
+    targets (lower is better), averaged over the outputs.
 """,
     "class_weight": """\
 class_weight : dict, "balanced" or None, default=None
-    Weights of the classes in the supervised loss and the logistic head,
-    as in scikit-learn's ``LogisticRegression``: a dict
-    ``{label: weight}`` (absent labels weigh 1), "balanced" (inversely
-    proportional to the class frequencies among the labeled rows), or
-    None (all 1). Multiplied by ``fit``'s ``sample_weight``.
+    Weights of the classes in the supervised loss and the logistic head, as in
+    ``LogisticRegression``: a dict ``{label: weight}`` (absent labels weigh 1), "balanced"
+    (inversely proportional to the class frequencies among the labeled rows) or None (all 1).
+    Multiplied by ``fit``'s ``sample_weight``.
 """,
     "max_time": """\
 max_time : float or None, default=None
-    Seconds the whole fit may take, as in AutoML tools (AutoGluon's
-    ``time_limit``): the training stage running when they run out
-    (pretraining, or an AdamW head) stops after its current epoch, its
-    best weights so far kept, and a closed-form head started after that
-    skips its optional parts (the classifier's self-trained twins and
-    boosted member); ``max_time_reached_`` and a warning say so. None
-    sets no limit, so that results do not depend on the machine's speed.
+    Seconds the whole fit may take (as AutoGluon's ``time_limit``): the stage running when they
+    run out stops after its epoch, keeping its best weights, and a closed-form head started
+    later skips its self-trained twins and boosted member; ``max_time_reached_`` and a warning
+    say so. None sets no limit, so that results do not depend on the machine's speed.
 """,
     "encoder_": """\
 encoder_ : estimator
@@ -365,12 +346,10 @@ max_time_reached_ : {"pretraining", "head"} or None
 """,
     "clip_predictions": """\
 clip_predictions : bool, default=True
-    Clip each predicted target to the range of its labeled values in
-    ``fit`` (``target_min_`` to ``target_max_``), where tree ensembles
-    predict by construction: a linear head on a few dozen labeled rows
-    extrapolates far from one high-leverage row (user guide: "Real
-    tables"). False returns the head's output as it is (targets that trend
-    beyond the labeled rows).
+    Clip each predicted target to the range of its labeled values in ``fit`` (``target_min_`` to
+    ``target_max_``), as tree ensembles do by construction: a linear head on a few dozen labeled
+    rows can extrapolate far from one high-leverage row (user guide: "Real tables"). False
+    returns the head's output unclipped, for targets that trend beyond the labeled rows.
 """,
     "n_outputs_": """\
 n_outputs_ : int
@@ -382,10 +361,8 @@ target_mean_ : ndarray of shape (n_outputs,)
 """,
     "target_scale_": """\
 target_scale_ : ndarray of shape (n_outputs,)
-    Standard deviation of each target over the labeled rows (1 for a
-    constant target); ``predict`` returns ``network_``'s output times
-    ``target_scale_`` plus ``target_mean_`` (clipped with
-    ``clip_predictions``).
+    Standard deviation of each target over the labeled rows (1 for a constant target);
+    ``predict`` returns ``network_``'s output times it plus ``target_mean_``.
 """,
 }
 #: Entries that follow one another in every class that has them, by one key.
@@ -419,8 +396,8 @@ def entry(key):
 
 
 def fill_doc(cls):
-    """Class decorator: every placeholder line of ``cls.__doc__`` replaced by its
-    entries (nothing to fill under ``python -OO``, which drops docstrings)."""
+    """Class decorator: every placeholder line of ``cls.__doc__`` replaced by its entries
+    (nothing to fill under ``python -OO``, which drops docstrings)."""
     if cls.__doc__:
         cls.__doc__ = _PLACEHOLDER.sub(lambda match: indent(entry(match[2]), match[1]),
                                        cls.__doc__)

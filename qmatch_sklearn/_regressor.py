@@ -1,11 +1,8 @@
 """Regressors: an encoder network plus a linear head, trained on the labeled rows.
 
-``QMatchRegressor`` starts from a self-supervised encoder (pretrained on all
-rows); ``SupervisedMLPRegressor`` starts from random weights. The supervised
-stage is the classifiers' (``_head.py``); ``BaseHeadRegressor`` adds what is
-particular to real-valued targets: NaN marks an unlabeled row, targets are
-standardised, the loss is the mean squared error, the closed-form head is a
-ridge regression, predictions are de-standardised.
+``QMatchRegressor`` starts from a pretrained self-supervised encoder,
+``SupervisedMLPRegressor`` from random weights; the supervised stage is the classifiers'
+(``_head.py``).
 """
 
 from typing import NamedTuple
@@ -35,8 +32,8 @@ FARTHEST_TARGET = float(np.sqrt(np.finfo(np.float32).max))
 
 
 class _TargetScaling(NamedTuple):
-    """Per-output mean and scale of the labeled targets, the labeled targets
-    themselves (n_labeled, n_outputs) and whether ``y`` was 1-D."""
+    """Per-output mean and scale of the labeled targets, the labeled targets (n_labeled,
+    n_outputs) and whether ``y`` was 1-D."""
 
     mean: np.ndarray
     scale: np.ndarray
@@ -58,13 +55,10 @@ def _as_columns(y):
 
 
 class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
-    """The supervised stage for real-valued targets (not for direct use).
-
-    NaN targets mark unlabeled rows; each output is standardised with the
-    mean and standard deviation of its labeled values and predictions are
-    de-standardised; the loss is the mean squared error; the closed-form head
-    of ``freeze_encoder="auto"`` without validation is a ridge regression.
-    """
+    """The supervised stage for real-valued targets (not for direct use): NaN marks an
+    unlabeled row, each output is standardised over its labeled values (predictions are
+    de-standardised), the loss is the mean squared error, the closed-form head a ridge
+    regression."""
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, "scoring": [StrOptions({"loss"})],
                               "clip_predictions": ["boolean"]}
@@ -79,10 +73,9 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     def score(self, X, y, sample_weight=None):
         """Return the coefficient of determination R² of ``predict(X)`` against ``y``.
 
-        scikit-learn's ``r2_score``, each output in units of a power of two above its
-        largest absolute target or prediction: the same number in ordinary units, and
-        no overflow of the squares for targets in extreme units (1e200), where
-        ``r2_score`` gives NaN.
+        scikit-learn's ``r2_score``, each output in units of a power of two above its largest
+        absolute target or prediction, so that targets in extreme units (1e200) give a number,
+        not ``r2_score``'s NaN.
 
         Parameters
         ----------
@@ -113,27 +106,23 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The rows, labeled and unlabeled: a numeric matrix, or a DataFrame
-            whose categorical columns are read natively; numeric columns in any
-            units, NaN allowed.
+            The rows, labeled and unlabeled: a numeric matrix, or a DataFrame whose
+            categorical columns are read natively; numeric columns in any units, NaN allowed.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Real-valued targets; NaN marks an unlabeled row (-1 is a target
-            like any other). With several outputs a row is unlabeled when all
-            its targets are NaN; a row with only some of them NaN is an error.
-            At least 2 rows must be labeled.
+            Real-valued targets; NaN marks an unlabeled row (-1 is a target like any other).
+            With several outputs a row is unlabeled when all its targets are NaN, and an error
+            when only some are. At least 2 rows must be labeled.
         X_val, y_val : array-like, default=None
-            A fixed validation set for early stopping. ``y_val`` has the
-            outputs of ``y`` and no NaN. When given, every labeled row of
-            ``X`` trains and ``validation_fraction`` is ignored. Give both or
-            neither.
+            A fixed validation set for early stopping, ``y_val`` with the outputs of ``y`` and
+            no NaN. When given, every labeled row of ``X`` trains and ``validation_fraction``
+            is ignored. Give both or neither.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows in the supervised loss, the
-            early-stopping loss of the held-out rows and the ridge head.
-            Unlabeled rows' weights are ignored: pretraining treats every row
-            alike. ``X_val`` rows are unweighted. At least two labeled rows
-            must weigh more than 0. Only their ratios count: the labeled rows'
-            weights are scaled to a mean of 1, so that the ridge penalty's
-            grid and the losses mean the same at any scale.
+            Non-negative weights of the rows in the supervised loss, the early-stopping loss
+            and the ridge head (``X_val`` rows are unweighted); unlabeled rows' weights are
+            ignored, as pretraining treats every row alike. At least two labeled rows must
+            weigh more than 0. Only ratios count: the labeled rows' weights are scaled to a
+            mean of 1, so that the ridge penalty's grid and the losses mean the same at any
+            scale.
 
         Returns
         -------
@@ -247,18 +236,16 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
         Returns
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The predicted targets, float64, in the units of ``y``; 1-D when
-            ``y`` was 1-D at fit. With ``clip_predictions``, within
-            [``target_min_``, ``target_max_``].
+            The predicted targets, float64, in the units of ``y``; 1-D when ``y`` was 1-D at
+            fit. With ``clip_predictions``, within [``target_min_``, ``target_max_``].
         """
         outputs = self._network_outputs(X)  # checks fitting before the head is read
         y = run_head(self._prediction_head(), outputs)
         return y[:, 0] if self._one_dimensional_y else y
 
     def _prediction_head(self):
-        """The fitted head's prediction module (:class:`~.heads.RegressorHead`,
-        which the ONNX export runs too): the network's outputs in the target's
-        units, clipped to the labeled range with ``clip_predictions``."""
+        """The fitted head's prediction module (:class:`~.heads.RegressorHead`, which the ONNX
+        export runs too): outputs in the target's units, clipped with ``clip_predictions``."""
         low, high = ((self.target_min_, self.target_max_) if self.clip_predictions
                      else (None, None))
         return RegressorHead(self.target_mean_, self.target_scale_, low, high)
@@ -268,50 +255,32 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
 class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     """Regressor on a self-supervised encoder: pretrain, then fine-tune or probe.
 
-    ``fit(X, y)`` first fits ``encoder`` on every row of ``X``; rows whose
-    target is NaN are unlabeled and serve pretraining only (-1 is a target
-    like any other here). A linear head is then trained on the labeled rows,
-    together with the encoder (fine-tuning) or on its frozen embeddings
-    (linear evaluation), with AdamW on the mean squared error of the
-    standardised targets. By default (``freeze_encoder="auto"``) both are
-    trained when there are enough labeled rows to validate on, and the one
-    with the better validation loss is kept; with few labels, the head is a
-    ridge regression on the frozen embeddings, its alpha chosen by
-    cross-validation on the labeled rows.
-
-    The paper (Mulc & Dwibedi) evaluates its encoders on classification only;
-    this is the same pretraining and the same two protocols with a regression
-    head.
+    ``fit(X, y)`` pretrains ``encoder`` on every row of ``X`` (rows whose target is NaN serve
+    pretraining only; -1 is a target like any other), then trains a linear head on the labeled
+    rows' standardised targets (``freeze_encoder``). The paper (Mulc & Dwibedi) evaluates
+    classification only; this is its pretraining and its two protocols with a regression head.
 
     Parameters
     ----------
     encoder : estimator, default=None
-        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or
-        a fitted one wrapped in :class:`sklearn.frozen.FrozenEstimator` to
-        reuse it across fits and CV folds. None means
-        ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this regressor's
-        ``device``, ``precision`` and ``verbose``, seeded from its
-        ``random_state``, in batches of 512 rows (128 on tables of up to 4,608
-        rows, where 512 would make fewer than 100 steps): a tenth of the
-        paper's pretraining, for a fit in seconds to minutes. The
-        head sees the input features beside the embedding, which did better
-        with few labels (``benchmarks/results/fewlabel.md``). Pass
-        ``QMatchEncoder()`` for the paper's head on the embedding alone. An
-        encoder whose ``random_state`` is None is seeded from this
-        regressor's ``random_state`` (when that is set), so that a seeded
-        regressor refits to the same result.
+        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or a fitted one
+        wrapped in :class:`sklearn.frozen.FrozenEstimator` to reuse it across fits and CV folds.
+        None means ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this regressor's
+        ``device``, ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up
+        to 4,608 rows, for at least 100 steps): a tenth of the paper's pretraining, its head
+        reading the input features beside the embedding, which did better with few labels
+        (``benchmarks/results/fewlabel.md``); ``QMatchEncoder()`` gives the paper's head on the
+        embedding alone. An encoder whose ``random_state`` is None is seeded from this
+        regressor's, so that a seeded regressor refits to the same result.
     freeze_encoder : bool or "auto", default="auto"
-        True trains only the linear head on the encoder's embeddings (linear
-        evaluation), False fine-tunes the encoder with it. "auto" trains both
-        when there is a validation set (``X_val``, or ``validation_fraction``
-        gives one) and keeps the better on it. Without one (few labels) the
-        head is a ridge regression on the frozen embeddings whose alpha is
-        chosen by leave-one-out cross-validation on the labeled rows (as
-        ``RidgeCV``; no epochs, ``n_epochs_ = 0``); beside the input features,
-        an average of such regressions over weights of the embedding block
-        (``embedding_weight_``). With nothing to stop
-        them, fine-tuning or an AdamW head would overfit a few dozen labeled
-        rows.
+        True trains only the linear head on the encoder's embeddings (linear evaluation),
+        False fine-tunes the encoder with it. "auto" trains both when there is a validation set
+        (``X_val``, or from ``validation_fraction``) and keeps the better on it. Without one
+        (few labels), where nothing would stop fine-tuning or an AdamW head from overfitting,
+        the head is a ridge regression on the frozen embeddings, its alpha chosen by
+        leave-one-out cross-validation as in ``RidgeCV`` (no epochs, ``n_epochs_ = 0``): beside
+        the input features, an average over weights of the embedding block
+        (``embedding_weight_``).
     %(predictor_training)s
     %(validation_fraction_regressor)s
     %(scoring_regressor)s
@@ -323,10 +292,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     ----------
     %(encoder_)s
     head_ : {"ridge", "linear", "fine-tuned"}
-        The head kept: ``"ridge"`` (fitted in closed form on the frozen
-        encoder, without epochs: few labels and no validation set),
-        ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"`` (AdamW
-        on encoder and head).
+        The head kept: ``"ridge"`` (closed form on the frozen encoder, no epochs: few labels and
+        no validation set), ``"linear"`` (AdamW on the frozen encoder) or ``"fine-tuned"``
+        (AdamW on encoder and head).
     %(frozen_encoder_qmatch)s
     %(center_)s
     %(scale_)s
@@ -335,23 +303,18 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     %(target_mean_)s
     %(target_scale_)s
     target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest value of each target over the labeled rows of
-        ``y`` that weigh more than 0 (not ``y_val``); with
-        ``clip_predictions``, ``predict`` stays within them.
+        The lowest and highest value of each target over the labeled rows of ``y`` that weigh
+        more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
     %(history_regressor)s
     n_epochs_ : int
-        Supervised epochs run (0 when the head is the cross-validated
-        ridge regression of ``freeze_encoder="auto"`` without validation).
+        Supervised epochs run (0 with the closed-form head, ``head_="ridge"``).
     %(best_epoch_qmatch)s
     embedding_weight_ : float
-        With an encoder of ``passthrough=True`` and the closed-form head of
-        ``freeze_encoder="auto"``, the average weight of the embedding block
-        beside the input features: the head averages the ridge regressions
-        fitted with the block scaled by 1, 0.5 and 0, each weighted by the
-        Gaussian likelihood of its leave-one-out errors (pseudo-Bayesian model
-        averaging). Near 0 the head reads the input features alone (the
-        embedding did not help on the labeled rows), near 1 the whole
-        embedding. 1.0 otherwise.
+        With an encoder of ``passthrough=True`` and the closed-form head, the average weight of
+        the embedding block beside the input features: the ridge regressions fitted with the
+        block scaled by 1, 0.5 and 0 are averaged, each weighted by the Gaussian likelihood of
+        its leave-one-out errors (pseudo-Bayesian model averaging). Near 0 the embedding did
+        not help on the labeled rows. 1.0 otherwise.
     %(max_time_reached_)s
     %(fit_attributes)s
     %(missing_features_predictor)s
@@ -428,9 +391,9 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
 class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     """The encoder network plus a linear head, trained from random weights on targets only.
 
-    The regression twin of the paper's "supervised baseline": the same
-    architecture and supervised stage as :class:`QMatchRegressor`, without
-    pretraining. Rows whose targets are NaN are ignored.
+    The regression twin of the paper's "supervised baseline": :class:`QMatchRegressor`'s
+    architecture and supervised stage without pretraining. Rows whose targets are NaN are
+    ignored.
 
     Parameters
     ----------
@@ -453,9 +416,8 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     %(target_mean_)s
     %(target_scale_)s
     target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest value of each target over the labeled rows of
-        ``y`` that weigh more than 0 (not ``y_val``); with
-        ``clip_predictions``, ``predict`` stays within them.
+        The lowest and highest value of each target over the labeled rows of ``y`` that weigh
+        more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
     %(history_regressor)s
     %(n_epochs_supervised)s
     %(best_epoch_supervised)s

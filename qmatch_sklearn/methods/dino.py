@@ -22,11 +22,8 @@ from ._base import PretextModule, check_shape, soft_cross_entropy, two_views
 
 
 class DINOHead(nn.Module):
-    """MLP (GELU) -> L2 normalisation -> weight-normalised linear layer onto the prototypes.
-
-    The last layer's weight rows are L2-normalised at every call with the gain
-    fixed at 1 (DINO's ``norm_last_layer=True``).
-    """
+    """MLP (GELU) -> L2 normalisation -> weight-normalised linear layer onto the prototypes,
+    its weight rows L2-normalised at every call, gain fixed at 1 (``norm_last_layer=True``)."""
 
     def __init__(self, n_in, sizes, n_prototypes):
         super().__init__()
@@ -54,12 +51,10 @@ def dino_loss(s_a, s_b, t_a, t_b, center, student_temperature, teacher_temperatu
 
 
 class DINOOutput(NamedTuple):
-    """What :class:`DINOModule` computes for a batch, named as in DINO's Algorithm 1.
-
-    ``s_a``, ``s_b`` are the student's logits over the prototypes for the two
-    views and ``t_a``, ``t_b`` the teacher's (no gradients), each of shape
-    (batch, n_prototypes); ``center`` is C (n_prototypes,).
-    """
+    """What :class:`DINOModule` computes for a batch, named as in DINO's Algorithm 1: the
+    student's logits over the prototypes for the two views ``s_a``, ``s_b`` and the teacher's
+    ``t_a``, ``t_b`` (no gradients), each (batch, n_prototypes), and the centre C
+    (n_prototypes,)."""
 
     s_a: torch.Tensor
     s_b: torch.Tensor
@@ -69,8 +64,8 @@ class DINOOutput(NamedTuple):
 
 
 class DINOLoss(nn.Module):
-    """DINO's loss, [H(P_t(a), P_s(b)) + H(P_t(b), P_s(a))] / 2 (DINO eq. 3 and
-    Algorithm 1): the teacher's logits are centred and sharpened.
+    """DINO's loss (DINO eq. 3 and Algorithm 1) on a :class:`DINOOutput`, the teacher's logits
+    centred and sharpened; see :func:`dino_loss`.
 
     Parameters
     ----------
@@ -78,8 +73,6 @@ class DINOLoss(nn.Module):
         tau_s, the temperature of the student's softmax.
     teacher_temperature : float
         tau_t, the (sharper) temperature of the teacher's softmax.
-
-    Reads the fields of a :class:`DINOOutput`; see :func:`dino_loss`.
     """
 
     def __init__(self, student_temperature, teacher_temperature):
@@ -147,8 +140,8 @@ class DINOEncoder(BasePretextEncoder):
     Parameters
     ----------
     student_temperature : float, default=0.15
-        The temperature tau_s of the student's distribution over the
-        prototypes (the reference implementation's value).
+        The temperature tau_s of the student's distribution over the prototypes (the reference
+        implementation's value).
     %(teacher_temperature)s
     ema_decay : float, default=0.9
         Momentum of the teacher's weights (the reference's tuned value).

@@ -22,12 +22,9 @@ from ._base import PretextModule, check_shape
 
 
 def imix_npair_loss(mixed, clean, lam, partner, temperature):
-    """mean_i [lam_i CE(l_i, i) + (1 - lam_i) CE(l_i, r(i))], l_i = <m_i, c_j> / T over j.
-
-    ``mixed`` row i embeds lam_i x_i + (1 - lam_i) x_r(i), ``clean`` row j
-    embeds x_j (both L2-normalised here); its virtual label is i with weight
-    lam_i and r(i) with weight 1 - lam_i (i-Mix eq. 4).
-    """
+    """mean_i [lam_i CE(l_i, i) + (1 - lam_i) CE(l_i, r(i))], l_i = <m_i, c_j> / T over j
+    (i-Mix eq. 4): ``mixed`` row i embeds lam_i x_i + (1 - lam_i) x_r(i), ``clean`` row j
+    embeds x_j (both L2-normalised here)."""
     logits = F.normalize(mixed, dim=1) @ F.normalize(clean, dim=1).T / temperature
     own = F.cross_entropy(logits, torch.arange(len(logits), device=logits.device), reduction="none")
     other = F.cross_entropy(logits, partner, reduction="none")
@@ -35,12 +32,9 @@ def imix_npair_loss(mixed, clean, lam, partner, temperature):
 
 
 class IMixOutput(NamedTuple):
-    """What :class:`IMixModule` computes for a batch (i-Mix eq. 4, N-pair).
-
-    ``mixed`` embeds the mixed rows lam_i x_i + (1 - lam_i) x_r(i) and
-    ``clean`` the clean rows, both (batch, dim); ``lam`` holds the mixing
-    coefficients (batch,) and ``partner`` the partner indices r(i) (batch,).
-    """
+    """What :class:`IMixModule` computes for a batch (i-Mix eq. 4, N-pair): the embeddings of
+    the mixed and of the clean rows, (batch, dim) each, the mixing coefficients ``lam`` and the
+    partner indices r(i), (batch,) each."""
 
     mixed: torch.Tensor
     clean: torch.Tensor
@@ -49,14 +43,13 @@ class IMixOutput(NamedTuple):
 
 
 class IMixNPairLoss(nn.Module):
-    """i-Mix's N-pair loss on mixed virtual labels (i-Mix eq. 4).
+    """i-Mix's N-pair loss on mixed virtual labels (i-Mix eq. 4) on an :class:`IMixOutput`;
+    see :func:`imix_npair_loss`.
 
     Parameters
     ----------
     temperature : float
         The temperature T of the softmax over cosine similarities.
-
-    Reads the fields of an :class:`IMixOutput`; see :func:`imix_npair_loss`.
     """
 
     def __init__(self, temperature):
@@ -75,9 +68,8 @@ class IMixNPairLoss(nn.Module):
 
 
 def beta_draws(alpha, n, generator, device):
-    """n draws of Beta(alpha, alpha) by inverse CDF of uniforms from ``generator``.
-    Beta(1, 1) is the uniform distribution: its draws are the uniforms themselves
-    and stay on the device; other alphas go through the host (SciPy's inverse)."""
+    """n draws of Beta(alpha, alpha) by inverse CDF of uniforms from ``generator``: for
+    alpha = 1 the uniforms themselves, on the device; other alphas go through SciPy."""
     uniforms = torch.rand(n, generator=generator, device=device)
     if alpha == 1:
         return uniforms
@@ -110,9 +102,9 @@ class IMixModule(PretextModule):
 class IMixEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with i-Mix (N-pair).
 
-    Each row is mixed (mixup) with a random partner; the mixed row's
-    embedding must identify its two sources among the clean rows of the
-    batch, in proportion to the mixing coefficient. No corruption is used.
+    Each row is mixed (mixup) with a random partner; the mixed row's embedding must identify
+    its two sources among the batch's clean rows, in proportion to the mixing coefficient.
+    No corruption is used.
 
     Parameters
     ----------
@@ -125,9 +117,9 @@ class IMixEncoder(BasePretextEncoder):
     %(encoder_network)s
     %(encoder_training)s
     random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, the mixing draws and the
-        validation split through local generators, never the global ones: the
-        same seed gives the same embeddings on the CPU.
+        Seeds weight initialisation, shuffling, the mixing draws and the validation split
+        through local generators, never the global ones: the same seed gives the same
+        embeddings on the CPU.
     %(verbose)s
 
     Attributes

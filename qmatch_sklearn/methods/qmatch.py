@@ -25,11 +25,10 @@ from ._base import PretextModule, check_shape, soft_cross_entropy
 def distribution_matching_loss(student, teacher, queue, student_temperature, teacher_temperature):
     """The Q-Match loss L^QM (the paper's only equation), averaged over the batch.
 
-    L_i = H(p_t, p_s) = -sum_k p_t[i, k] log p_s[i, k], with
-    p_t = softmax(t Q^T / tau_t) and p_s = softmax(s Q^T / tau_s), where s is
-    the L2-normalised ``student`` embedding, t the ``teacher`` embedding, already
-    L2-normalised (the module normalises it once, for this loss and the queue),
-    and Q the queue. Gradients flow through ``student`` only.
+    L_i = H(p_t, p_s) = -sum_k p_t[i, k] log p_s[i, k], p_t = softmax(t Q^T / tau_t),
+    p_s = softmax(s Q^T / tau_s): s the L2-normalised ``student`` embedding, t the ``teacher``
+    embedding (L2-normalised by the module, for this loss and the queue), Q the queue.
+    Gradients flow through ``student`` only.
     """
     s = F.normalize(student, dim=1)
     queue = queue.detach()
@@ -38,12 +37,9 @@ def distribution_matching_loss(student, teacher, queue, student_temperature, tea
 
 
 class QMatchOutput(NamedTuple):
-    """What :class:`QMatchModule` computes for a batch, named as in the paper.
-
-    ``student`` is the student's projection s (batch, dim), ``teacher`` the
-    L2-normalised teacher projection t (batch, dim), computed without
-    gradients, and ``queue`` the queue Q of past teacher projections (K, dim).
-    """
+    """What :class:`QMatchModule` computes for a batch, named as in the paper: the student's
+    projection s (batch, dim), the L2-normalised teacher projection t (batch, dim, without
+    gradients) and the queue Q of past teacher projections (K, dim)."""
 
     student: torch.Tensor
     teacher: torch.Tensor
@@ -51,8 +47,8 @@ class QMatchOutput(NamedTuple):
 
 
 class QMatchLoss(nn.Module):
-    """The Q-Match loss L^QM: cross-entropy from the teacher's to the student's
-    distribution over the queue (the paper's method section, Algorithm 1).
+    """The Q-Match loss L^QM (the paper's method section, Algorithm 1) on a
+    :class:`QMatchOutput`; see :func:`distribution_matching_loss`.
 
     Parameters
     ----------
@@ -60,9 +56,6 @@ class QMatchLoss(nn.Module):
         tau_s, the temperature of the student's distribution p_s.
     teacher_temperature : float
         tau_t, the (sharper) temperature of the teacher's distribution p_t.
-
-    Reads ``student`` (batch, dim), ``teacher`` (batch, dim) and ``queue``
-    (K, dim) from a :class:`QMatchOutput`; see :func:`distribution_matching_loss`.
     """
 
     def __init__(self, student_temperature, teacher_temperature):
@@ -85,14 +78,10 @@ class QMatchLoss(nn.Module):
 
 
 class QMatchModule(PretextModule):
-    """Student (encoder + projector), EMA teacher and queue of one Q-Match run.
-
-    Per step: the student sees the batch corrupted (``corruption_type``, VIME's
-    by default) with ``student_corruption``, the teacher sees it corrupted with
-    ``teacher_corruption`` (0 by default: the clean row). After the optimiser
-    step the teacher moves towards the student (EMA) and the batch's teacher
-    embeddings enter the queue, as in Algorithm 1.
-    """
+    """Student (encoder + projector), EMA teacher and queue of one Q-Match run (Algorithm 1):
+    the student sees the batch corrupted with ``student_corruption``, the teacher with
+    ``teacher_corruption``; after the optimiser step the teacher moves towards the student
+    (EMA) and the batch's teacher embeddings enter the queue."""
 
     gathered = ("teacher",)
 
@@ -127,18 +116,16 @@ class QMatchModule(PretextModule):
 class QMatchEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with Q-Match.
 
-    ``fit`` pretrains an MLP encoder on unlabeled rows; ``transform`` returns
-    its ``embedding_dim``-dimensional representation, e.g. for a linear model
-    trained on few labels.
+    ``fit`` pretrains an MLP encoder on unlabeled rows; ``transform`` returns its
+    ``embedding_dim``-dimensional representation, e.g. for a linear model on few labels.
 
     Parameters
     ----------
     projection_sizes : tuple of int, default=(512, 128)
         The projection MLP on top of z whose output enters the loss and queue.
     queue_size : int, default=512
-        Number K of past teacher embeddings in the queue. The paper searches
-        {512, 2048}; 512 won 5 of its 8 tuned configurations and our default
-        study (``benchmarks/results/defaults.md``).
+        Number K of past teacher embeddings in the queue; the paper searches {512, 2048}
+        (user guide: "Choosing the queue size, temperatures and corruption").
     student_temperature : float, default=0.1
         The temperature tau_s of the student's distribution over the queue.
     %(teacher_temperature)s
@@ -148,8 +135,8 @@ class QMatchEncoder(BasePretextEncoder):
         The same for the teacher view; the paper recommends zero or small.
     %(corruption_layout)s
     ema_decay : float, default=0.9
-        Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the
-        paper's tau_EMA; 0 makes the teacher the current student).
+        Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the paper's tau_EMA;
+        0 makes the teacher the current student).
     %(categorical_features_encoder)s
     %(encoder_network)s
     %(encoder_training)s

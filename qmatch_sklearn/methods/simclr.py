@@ -19,11 +19,8 @@ from ._base import TwoViewModule, check_shape
 
 
 def nt_xent_loss(z_a, z_b, temperature):
-    """NT-Xent (SimCLR eq. 1) over the 2B embeddings of a batch.
-
-    Each embedding's positive is the other view of its row; its negatives are
-    the other 2B - 2 embeddings (both views). Mean over the 2B anchors.
-    """
+    """NT-Xent (SimCLR eq. 1) over the 2B embeddings of a batch, averaged over them: each one's
+    positive is the other view of its row, its negatives the other 2B - 2 embeddings."""
     z = F.normalize(torch.cat([z_a, z_b]), dim=1)
     n = len(z_a)
     logits = (z @ z.T / temperature).fill_diagonal_(float("-inf"))
@@ -32,15 +29,13 @@ def nt_xent_loss(z_a, z_b, temperature):
 
 
 class NTXentLoss(nn.Module):
-    """SimCLR's NT-Xent loss (SimCLR eq. 1), averaged over the 2B anchors.
+    """SimCLR's NT-Xent loss (SimCLR eq. 1) on a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`nt_xent_loss`.
 
     Parameters
     ----------
     temperature : float
         The temperature tau of the softmax over cosine similarities.
-
-    Reads ``z_a`` and ``z_b`` (batch, dim) from a
-    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`nt_xent_loss`.
     """
 
     def __init__(self, temperature):
@@ -57,10 +52,9 @@ class NTXentLoss(nn.Module):
 class SimCLREncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimCLR's contrastive loss.
 
-    Two corrupted views of each row pass through the encoder and a
-    projection MLP; NT-Xent pulls the two views together and pushes the other
-    rows of the batch away. The paper's "large batch" variant is
-    ``batch_size=4096``.
+    Two corrupted views of each row pass through the encoder and a projection MLP; NT-Xent
+    pulls the two views together and pushes the batch's other rows away. The paper's "large
+    batch" variant is ``batch_size=4096``.
 
     Parameters
     ----------

@@ -27,9 +27,8 @@ def simsiam_loss(p_a, p_b, z_a, z_b):
 
 
 class SimSiamOutput(NamedTuple):
-    """What :class:`SimSiamModule` computes for a batch (SimSiam Algorithm 1):
-    the predictions ``p_a``, ``p_b`` and the projections ``z_a``, ``z_b`` of
-    the two views, each of shape (batch, dim)."""
+    """What :class:`SimSiamModule` computes for a batch (SimSiam Algorithm 1): the predictions
+    ``p_a``, ``p_b`` and the projections ``z_a``, ``z_b`` of the two views, (batch, dim) each."""
 
     p_a: torch.Tensor
     p_b: torch.Tensor
@@ -38,11 +37,8 @@ class SimSiamOutput(NamedTuple):
 
 
 class SimSiamLoss(nn.Module):
-    """SimSiam's symmetrised negative cosine similarity with a stop-gradient on
-    the projections (SimSiam eqs. 1-4); see :func:`simsiam_loss`.
-
-    It has no hyper-parameters. Reads the fields of a :class:`SimSiamOutput`.
-    """
+    """SimSiam's symmetrised negative cosine similarity with a stop-gradient on the projections
+    (SimSiam eqs. 1-4) on a :class:`SimSiamOutput`; see :func:`simsiam_loss`."""
 
     def forward(self, outputs):
         check_shape("SimSiamLoss", "p_a", outputs.p_a, (None, None), ("batch", "dim"))
@@ -78,9 +74,9 @@ class SimSiamModule(TwoViewModule):
 class SimSiamEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with SimSiam.
 
-    Two corrupted views pass through the encoder and a projector; a
-    predictor maps each projection to the other view's, which is held fixed
-    (stop-gradient). No negatives and no momentum encoder.
+    Two corrupted views pass through the encoder and a projector; a predictor maps each
+    projection to the other view's, held fixed (stop-gradient). No negatives, no momentum
+    encoder.
 
     Parameters
     ----------

@@ -20,14 +20,9 @@ from .vime import HEAD_WIDTH
 
 
 def tabnet_loss(reconstruction, x, mask):
-    """sum_ij m_ij ((x_hat_ij - x_ij) / s_j)^2 / (sum_ij m_ij + 1e-3).
-
-    s_j is the batch standard deviation of feature j (its batch mean where the
-    deviation is zero, as in TabNet's code), floored at 1e-3; the loss is
-    normalised by the number of masked entries, as in the reference. Missing
-    entries (NaN in ``x``) count neither in s_j nor in the sums: there is no
-    value to reconstruct.
-    """
+    """sum_ij m_ij ((x_hat_ij - x_ij) / s_j)^2 / (sum_ij m_ij + 1e-3), as in TabNet's code: s_j
+    is feature j's batch standard deviation (its batch mean where that is zero), floored at
+    1e-3. Missing entries (NaN in ``x``) count neither in s_j nor in the sums."""
     observed = ~torch.isnan(x)
     counts = observed.sum(dim=0).clamp_min(1)
     x = torch.where(observed, x, 0.0)
@@ -40,9 +35,8 @@ def tabnet_loss(reconstruction, x, mask):
 
 
 class TabNetOutput(NamedTuple):
-    """What :class:`TabNetModule` computes for a batch: the decoder's
-    ``reconstruction``, the clean batch ``x`` and the binary ``mask`` S of the
-    masked entries, each of shape (batch, n_features)."""
+    """What :class:`TabNetModule` computes for a batch: the decoder's ``reconstruction``, the
+    clean batch ``x`` and the binary ``mask`` S of the masked entries, (batch, n_features) each."""
 
     reconstruction: torch.Tensor
     x: torch.Tensor
@@ -50,11 +44,8 @@ class TabNetOutput(NamedTuple):
 
 
 class TabNetLoss(nn.Module):
-    """TabNet's normalised reconstruction loss over the masked entries (TabNet
-    section "Self-supervised learning"); see :func:`tabnet_loss`.
-
-    It has no hyper-parameters. Reads the fields of a :class:`TabNetOutput`.
-    """
+    """TabNet's normalised reconstruction loss over the masked entries (TabNet section
+    "Self-supervised learning") on a :class:`TabNetOutput`; see :func:`tabnet_loss`."""
 
     def forward(self, outputs):
         symbols = ("batch", "n_features")
@@ -83,8 +74,8 @@ class TabNetModule(PretextModule):
 class TabNetEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with TabNet's masked reconstruction.
 
-    The encoder is the library's MLP (not TabNet's attentive transformer): this
-    is the paper's "TabNet" baseline, i.e. TabNet's pretext task.
+    The encoder is the library's MLP, not TabNet's attentive transformer: the paper's "TabNet"
+    baseline is TabNet's pretext task.
 
     Parameters
     ----------

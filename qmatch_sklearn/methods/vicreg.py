@@ -40,8 +40,8 @@ def vicreg_loss(z_a, z_b, invariance_weight, variance_weight, covariance_weight)
 
 
 class VICRegLoss(nn.Module):
-    """VICReg's loss lambda s(Z, Z') + mu [v(Z) + v(Z')] + nu [c(Z) + c(Z')]
-    (VICReg eq. 6, with the terms of eqs. 1-5).
+    """VICReg's loss (VICReg eq. 6, with the terms of eqs. 1-5) on a
+    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`vicreg_loss`.
 
     Parameters
     ----------
@@ -51,9 +51,6 @@ class VICRegLoss(nn.Module):
         mu, the weight of the variance hinge terms.
     covariance_weight : float
         nu, the weight of the covariance terms.
-
-    Reads ``z_a`` and ``z_b`` (batch, dim) from a
-    :class:`~qmatch_sklearn.methods._base.TwoViewOutput`; see :func:`vicreg_loss`.
     """
 
     def __init__(self, invariance_weight, variance_weight, covariance_weight):
@@ -78,11 +75,9 @@ class VICRegLoss(nn.Module):
 class VICRegEncoder(BasePretextEncoder):
     """Self-supervised tabular encoder trained with VICReg.
 
-    Two corrupted views of each row are encoded; the loss makes the two
-    embeddings agree (invariance) while keeping every dimension's spread
-    above 1 (variance) and the dimensions decorrelated (covariance). As in the
-    reference implementation the loss reads the encoder output z directly
-    (no expander).
+    Two corrupted views of each row are encoded; the loss makes the two embeddings agree
+    (invariance) while keeping every dimension's spread above 1 (variance) and the dimensions
+    decorrelated (covariance). As in the reference, it reads z directly (no expander).
 
     Parameters
     ----------

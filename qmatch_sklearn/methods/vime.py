@@ -24,20 +24,15 @@ HEAD_WIDTH = 512
 
 
 def observed_mean_squares(prediction, target):
-    """Mean of (prediction - target)^2 over the entries where ``target`` is
-    observed (not NaN), as a reconstruction loss that never scores a missing
-    entry; the plain mean when nothing is missing."""
+    """Mean of (prediction - target)^2 over the entries where ``target`` is observed (not NaN):
+    a reconstruction loss that never scores a missing entry."""
     observed = ~torch.isnan(target)
     squares = torch.where(observed, prediction - target, 0.0) ** 2
     return squares.sum() / observed.sum().clamp_min(1)
 
 def vime_loss(reconstruction, mask_logits, x, mask, alpha):
-    """L = l_m + alpha * l_r (VIME eq. 4), averaged over the batch.
-
-    l_m = sum_j BCE(m_hat_j, m_j) is summed over features; l_r = mean of
-    (x_hat - x)^2 over the observed entries, with the clean row as the
-    target (a missing entry has no value to reconstruct).
-    """
+    """L = l_m + alpha * l_r (VIME eq. 4), averaged over the batch: l_m = sum_j BCE(m_hat_j,
+    m_j) over features, l_r the mean of (x_hat - x)^2 over the clean row's observed entries."""
     mask_loss = F.binary_cross_entropy_with_logits(
         mask_logits, mask.to(mask_logits.dtype), reduction="sum"
     )
@@ -45,13 +40,9 @@ def vime_loss(reconstruction, mask_logits, x, mask, alpha):
 
 
 class VIMEOutput(NamedTuple):
-    """What :class:`VIMEModule` computes for a batch (VIME section 4.1).
-
-    ``reconstruction`` is the decoder's x_hat and ``mask_logits`` the mask
-    estimator's logits of m_hat, both read from z = f(x_tilde); ``x`` is the
-    clean batch and ``mask`` the corruption mask m (bool). All four have
-    shape (batch, n_features).
-    """
+    """What :class:`VIMEModule` computes for a batch (VIME section 4.1), (batch, n_features)
+    each: the decoder's x_hat and the mask estimator's logits of m_hat, both read from
+    z = f(x_tilde), the clean batch ``x`` and the corruption mask m (bool)."""
 
     reconstruction: torch.Tensor
     mask_logits: torch.Tensor
@@ -60,15 +51,13 @@ class VIMEOutput(NamedTuple):
 
 
 class VIMELoss(nn.Module):
-    """VIME's self-supervised loss l_m + alpha l_r (VIME eq. 4): mask estimation
-    plus feature reconstruction.
+    """VIME's self-supervised loss (VIME eq. 4), mask estimation plus feature reconstruction,
+    on a :class:`VIMEOutput`; see :func:`vime_loss`.
 
     Parameters
     ----------
     alpha : float
         Weight of the reconstruction loss l_r against the mask loss l_m.
-
-    Reads the fields of a :class:`VIMEOutput`; see :func:`vime_loss`.
     """
 
     def __init__(self, alpha):
