@@ -303,16 +303,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
 
     Parameters
     ----------
-    encoder : estimator, default=None
-        An unfitted self-supervised encoder (cloned and fitted in ``fit``), or a fitted one
-        wrapped in :class:`sklearn.frozen.FrozenEstimator` to reuse it across fits and CV folds.
-        None means ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this classifier's
-        ``device``, ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up
-        to 4,608 rows, for at least 100 steps): a tenth of the paper's pretraining, its head
-        reading the input features beside the embedding, which did better with few labels
-        (``benchmarks/results/fewlabel.md``); ``QMatchEncoder()`` gives the paper's head on the
-        embedding alone. An encoder whose ``random_state`` is None is seeded from this
-        classifier's, so that a seeded classifier refits to the same result.
+    %(encoder)s
     freeze_encoder : bool or "auto", default="auto"
         True trains only the linear head on the encoder's embeddings (linear evaluation),
         False fine-tunes the encoder with it. "auto" trains both when there is a validation set

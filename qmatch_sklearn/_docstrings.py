@@ -12,6 +12,18 @@ from textwrap import indent
 #: Each shared Parameters or Attributes entry, by key: the parameter's name, with the family
 #: that shares the wording when families word it differently.
 ENTRIES = {
+    "encoder": """\
+encoder : estimator, default=None
+    An unfitted self-supervised encoder (cloned and fitted in ``fit``), or a fitted one wrapped
+    in :class:`sklearn.frozen.FrozenEstimator` to reuse it across fits and CV folds. None means
+    ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this estimator's ``device``,
+    ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up to 4,608 rows,
+    for at least 100 steps): a tenth of the paper's pretraining, its head reading the input
+    features beside the embedding, which did better with few labels
+    (``benchmarks/results/fewlabel.md``); ``QMatchEncoder()`` gives the paper's head on the
+    embedding alone. An encoder whose ``random_state`` is None is seeded from this estimator's,
+    so that a seeded estimator refits to the same result.
+""",
     "teacher_temperature": """\
 teacher_temperature : float, default=0.04
     The (sharper) temperature tau_t of the teacher's distribution.
@@ -36,14 +48,6 @@ feature_groups : list of lists of int or str, default=None
     "projection_sizes": """\
 projection_sizes : tuple of int, default=(512, 128)
     The projection MLP on top of z whose output enters the loss.
-""",
-    "categorical_features_encoder": """\
-categorical_features : "from_dtype", array-like or None, default="from_dtype"
-    The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's columns of dtype
-    ``category``, ``string`` or ``object``; an array-like names them (indices, names or a
-    boolean mask; integer codes allowed); None makes every column numeric. Each becomes a
-    one-hot block of the categories seen at fit (``categories_``, at most 255), all zeros for a
-    missing value or an unseen category, and is corrupted as one unit.
 """,
     "categorical_features_uncorrupted": """\
 categorical_features : "from_dtype", array-like or None, default="from_dtype"
@@ -365,23 +369,27 @@ target_scale_ : ndarray of shape (n_outputs,)
     ``predict`` returns ``network_``'s output times it plus ``target_mean_``.
 """,
 }
+#: The encoders' entry: the plain one, and their one-hot blocks corrupted whole.
+ENTRIES["categorical_features_encoder"] = (ENTRIES["categorical_features_uncorrupted"]
+                                           + "    Each block is corrupted as one unit.\n")
 #: Entries that follow one another in every class that has them, by one key.
 GROUPS = {
     "fit_attributes": ("device_", "precision_", "n_features_in_", "is_categorical_",
                        "categories_"),
     "corruption_layout": ("corruption_type", "feature_groups"),
-    "encoder_network": ("hidden_sizes_encoder", "architecture_encoder",
-                            "embedding_dim_encoder", "passthrough"),
+    "encoder_network": ("hidden_sizes_encoder", "architecture_encoder", "embedding_dim_encoder",
+                        "passthrough"),
     "encoder_training": ("lr_encoder", "weight_decay_encoder", "batch_size_encoder",
-                             "max_epochs_encoder", "patience_encoder",
-                             "validation_fraction_encoder", "device_encoder", "precision"),
+                         "max_epochs_encoder", "patience_encoder", "validation_fraction_encoder",
+                         "device_encoder", "precision"),
+    "encoder_parameters": ("categorical_features_encoder", "encoder_network", "encoder_training",
+                           "random_state_encoder", "verbose"),
     "encoder_attributes": ("network_encoder", "history_encoder", "n_epochs_encoder",
-                               "best_epoch_encoder", "fit_attributes",
-                               "missing_features_encoder", "missing_indicators_", "center_",
-                               "scale_", "embedding_mean_", "embedding_scale_",
-                               "feature_names_in_"),
+                           "best_epoch_encoder", "fit_attributes", "missing_features_encoder",
+                           "missing_indicators_", "center_", "scale_", "embedding_mean_",
+                           "embedding_scale_", "feature_names_in_"),
     "predictor_training": ("lr_predictor", "weight_decay_predictor", "batch_size_predictor",
-                               "max_epochs_predictor", "patience_predictor"),
+                           "max_epochs_predictor", "patience_predictor"),
     "predictor_device": ("device_predictor", "precision", "random_state_predictor", "verbose"),
 }
 

@@ -86,7 +86,7 @@ class DenoiseEncoder(BasePretextEncoder):
         names them (indices, names or a boolean mask; integer codes allowed);
         None makes every column numeric. Each becomes a one-hot block of the
         categories seen at fit (``categories_``, at most 255), all zeros for a
-        missing value or an unseen category, and is corrupted as one unit.
+        missing value or an unseen category. Each block is corrupted as one unit.
     hidden_sizes : tuple of int, default=None
         Hidden layer widths of the encoder. None means (512, 512) for
         ``architecture="mlp"`` and the paper's (2048, 2048, 4096, 4096, 8192)

@@ -256,7 +256,6 @@ def test_the_table_input_attributes_are_described_alike(family):
 REGRESSOR_WORDING = {
     "scoring": "the regressors watch the loss only (no accuracy), a mean squared error",
     "validation_fraction": "only classes can stratify the held-out rows",
-    "encoder": "names the regressor, not the classifier, whose device and seed it takes",
     "freeze_encoder": "the closed-form head is a ridge regression, not a logistic one",
 }
 

@@ -153,11 +153,7 @@ class DINOEncoder(BasePretextEncoder):
         Widths of the head's MLP (the last is its bottleneck).
     n_prototypes : int, default=4096
         Number of prototypes (the output dimension of the head).
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

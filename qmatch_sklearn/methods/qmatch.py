@@ -137,11 +137,7 @@ class QMatchEncoder(BasePretextEncoder):
     ema_decay : float, default=0.9
         Momentum of the teacher, theta_t <- d theta_t + (1 - d) theta_s (the paper's tau_EMA;
         0 makes the teacher the current student).
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

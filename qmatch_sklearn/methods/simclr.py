@@ -63,11 +63,7 @@ class SimCLREncoder(BasePretextEncoder):
     %(corruption)s
     %(corruption_layout)s
     %(projection_sizes)s
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

@@ -86,11 +86,7 @@ class SimSiamEncoder(BasePretextEncoder):
         Projector widths (the last is the projection's dimension).
     predictor_width : int, default=512
         Hidden width of the predictor (its bottleneck).
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

@@ -82,11 +82,7 @@ class TabNetEncoder(BasePretextEncoder):
     corruption : float in (0, 1], default=0.5
         Probability that an entry is masked.
     %(corruption_layout)s
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

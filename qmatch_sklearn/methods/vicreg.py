@@ -89,11 +89,7 @@ class VICRegEncoder(BasePretextEncoder):
         The weight nu of the covariance term.
     %(corruption)s
     %(corruption_layout)s
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------

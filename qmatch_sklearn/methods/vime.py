@@ -105,11 +105,7 @@ class VIMEEncoder(BasePretextEncoder):
     corruption : float, default=0.3
         Probability that an entry is corrupted.
     %(corruption_layout)s
-    %(categorical_features_encoder)s
-    %(encoder_network)s
-    %(encoder_training)s
-    %(random_state_encoder)s
-    %(verbose)s
+    %(encoder_parameters)s
 
     Attributes
     ----------
