@@ -479,14 +479,7 @@ class SupervisedMLPClassifier(RandomInitMixin, BaseHeadClassifier):
     %(network_classifier)s
     %(classes_)s
     %(history_classifier)s
-    %(n_epochs_supervised)s
-    %(best_epoch_supervised)s
-    %(fit_attributes)s
-    %(missing_features_predictor)s
-    %(missing_indicators_)s
-    %(center_)s
-    %(scale_)s
-    %(feature_names_in_)s
+    %(supervised_attributes)s
 
     See Also
     --------

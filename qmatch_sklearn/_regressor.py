@@ -410,14 +410,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
         The lowest and highest value of each target over the labeled rows of ``y`` that weigh
         more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
     %(history_regressor)s
-    %(n_epochs_supervised)s
-    %(best_epoch_supervised)s
-    %(fit_attributes)s
-    %(missing_features_predictor)s
-    %(missing_indicators_)s
-    %(center_)s
-    %(scale_)s
-    %(feature_names_in_)s
+    %(supervised_attributes)s
 
     See Also
     --------
