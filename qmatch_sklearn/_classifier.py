@@ -153,7 +153,8 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         )
 
     def _twins(self):
-        """The twins (keys of :data:`TWINS`) the closed-form head's regressions get."""
+        """The twins the closed-form head's regressions get (keys of
+        :data:`~.heads._logistic.TWINS`)."""
         return ()
 
     def _class_weights(self, targets, label_encoder):
@@ -319,17 +320,20 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
     %(scoring_classifier)s
     %(class_weight)s
     self_training : bool, default=True
-        Whether the closed-form head of ``freeze_encoder="auto"`` also reads the unlabeled rows
-        (a seeded sample of at most 4,096): each of its logistic regressions gets a twin
-        self-trained on them (Yarowsky, 1995; as ``SelfTrainingClassifier``, threshold 0.75, at
-        most 5 refits), weighed against the plain regressions by its likelihood on held-out
-        labeled rows (``self_training_weight_``). The other heads ignore it.
+        Whether the closed-form head of ``freeze_encoder="auto"`` (few labels, no validation
+        set) also reads the unlabeled rows (a seeded sample of at most 4,096): each of its
+        logistic regressions gets a twin self-trained on them (Yarowsky, 1995; as
+        ``SelfTrainingClassifier``, threshold 0.75, at most 5 refits; the pseudo-labeled rows
+        together weigh as much as the labeled ones), weighed against the plain regressions by
+        its likelihood on held-out labeled rows, self-training repeated inside each fold
+        (``self_training_weight_``). The other heads ignore it.
     label_spreading : bool, default=False
         Whether each logistic regression of that head also gets a twin trained on labels spread
         to the unlabeled rows over their 7-nearest-neighbour graph (Zhou et al., 2004; as in
-        Iscen et al., 2019, threshold 0.75), weighed like the self-trained twin
-        (``label_spreading_weight_``). Off by default: it helps where the classes are clusters
-        of the embedding (image-like tables) and can hurt elsewhere. The other heads ignore it.
+        Iscen et al., 2019, threshold 0.75), weighed like the self-trained twin and repeated
+        inside each fold (``label_spreading_weight_``). Off by default: it helps where the
+        classes are clusters of the embedding (image-like tables) and can hurt elsewhere. The
+        other heads ignore it.
     %(max_time)s
     %(predictor_device)s
 

@@ -318,9 +318,10 @@ class_weight : dict, "balanced" or None, default=None
     "max_time": """\
 max_time : float or None, default=None
     Seconds the whole fit may take (as AutoGluon's ``time_limit``): the stage running when they
-    run out stops after its epoch, keeping its best weights, and a closed-form head started
-    later skips its self-trained twins and boosted member; ``max_time_reached_`` and a warning
-    say so. None sets no limit, so that results do not depend on the machine's speed.
+    run out (pretraining, or an AdamW head) stops after its epoch, keeping its best weights,
+    and a closed-form head started later skips its optional parts (the classifier's
+    self-trained twins and boosted member); ``max_time_reached_`` and a warning say so. None
+    sets no limit, so that results do not depend on the machine's speed.
 """,
     "encoder_": """\
 encoder_ : estimator
@@ -366,7 +367,8 @@ target_mean_ : ndarray of shape (n_outputs,)
     "target_scale_": """\
 target_scale_ : ndarray of shape (n_outputs,)
     Standard deviation of each target over the labeled rows (1 for a constant target);
-    ``predict`` returns ``network_``'s output times it plus ``target_mean_``.
+    ``predict`` returns ``network_``'s output times it plus ``target_mean_`` (clipped with
+    ``clip_predictions``).
 """,
 }
 #: The encoders' entry: the plain one, and their one-hot blocks corrupted whole.

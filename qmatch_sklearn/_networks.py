@@ -30,7 +30,7 @@ class MissingValues(nn.Module):
         Each column's observed mean at fit.
     indicated : Tensor of int64
         The columns whose missingness was informative at fit
-        (:func:`informative_missingness`): each gets an indicator channel. A
+        (:func:`~._table.informative_missingness`): each gets an indicator channel. A
         NaN in another column is filled all the same.
     """
 

@@ -418,7 +418,10 @@ def save(estimator, path):
 def load(path):
     """Read an estimator written by :func:`save`; no code from the file runs.
 
-    Another version's file warns with :class:`InconsistentVersionWarning`.
+    Only this library's estimator classes (and :class:`~sklearn.frozen.FrozenEstimator`)
+    are rebuilt, as unpickling rebuilds them: the network moves to the device that exists
+    now (CUDA falls back to the CPU with a warning). Another version's file warns with
+    :class:`InconsistentVersionWarning`.
 
     Parameters
     ----------
@@ -435,7 +438,8 @@ def load(path):
     ValueError
         If the file is not a qmatch_sklearn file or holds anything the library's
         estimators do not (class, parameter, attribute, shape or tensor); the
-        message names the field. All is checked before any network is built.
+        message names the file and the field. All is checked before any network is built,
+        so the memory ``load`` uses is bounded by the file's size.
 
     See Also
     --------

@@ -77,12 +77,12 @@ def histogram_bins(X, rows_per_leaf=1):
 
 
 def boosting_model(n_rows, seed, max_bins=MAX_BINS, rounds=MAX_ROUNDS):
-    """The member's estimator for ``n_rows`` labeled rows, ``rounds`` rounds; refitted with
-    more ``max_iter``, it grows on (a warm start: scikit-learn's own early stopping would
-    hold out rows of its own, which few labels cannot spare)."""
+    """The member's estimator for ``n_rows`` labeled rows and ``rounds`` rounds
+    (scikit-learn's own early stopping would hold out rows, which few labels cannot spare:
+    :func:`fit_boosted_member` stops on its folds instead)."""
     return HistGradientBoostingClassifier(
         min_samples_leaf=min_samples_leaf(n_rows), early_stopping=False, random_state=seed,
-        max_bins=max_bins, max_iter=rounds, warm_start=True, **BOOSTING_PARAMS,
+        max_bins=max_bins, max_iter=rounds, **BOOSTING_PARAMS,
     )
 
 
@@ -202,6 +202,7 @@ def _trees(X, targets, weights, seed):
         return None
     X = X[:, columns]
     model = boosting_model(len(targets), seed, histogram_bins(X, min_samples_leaf(len(targets))))
+    model.set_params(warm_start=True)  # refitted with more max_iter, it grows on
     # rows all of weight 1 pass no weights: the same trees (a test holds it), without
     # scikit-learn's slow weighted binning
     sample_weight = None if np.all(weights == 1) else weights

@@ -39,7 +39,7 @@ class PretextModule(nn.Module):
         self.n_corruption_groups = int(groups.max()) + 1
 
     def corrupt(self, x, p, generator):
-        """``x`` corrupted with probability ``p`` (see :func:`~.._corruption.corrupt`)."""
+        """``x`` corrupted with probability ``p`` (:func:`qmatch_sklearn._corruption.corrupt`)."""
         return corrupt(self.corruption_type, x, p, generator, self.corruption_groups,
                        self.n_corruption_groups)
 
