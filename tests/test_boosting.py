@@ -25,12 +25,9 @@ from qmatch_sklearn.heads._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MAX_BINS,
     MAX_MIN_SAMPLES_LEAF,
-    MAX_ROUNDS,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     MIN_CAPPED_BINS,
-    PATIENCE_LOOKS,
-    ROUNDS_PER_LOOK,
     boosting_model,
     check_trees,
     export_trees,
@@ -46,16 +43,11 @@ from qmatch_sklearn.heads._prediction import Trees, tree_depth
 from .conftest import tiny_encoder_params
 
 
-def member_model(X, y, seed, rounds=MAX_ROUNDS):
-    """The boosting as the member fits it on all columns of ``X`` in one fit of
-    ``rounds`` rounds: its bins hold at least a leaf of rows."""
+def member_model(X, y, seed):
+    """The boosting as the member fits it on all columns of ``X``: its bins
+    hold at least a leaf of rows."""
     bins = histogram_bins(X, min_samples_leaf(len(y)))
-    return boosting_model(len(y), seed, bins, rounds).fit(X, y)
-
-
-def member_rounds(trees, n_classes):
-    """The rounds of a member's exported trees (one tree per class and round, one for two)."""
-    return len(trees["roots"]) // (1 if n_classes == 2 else n_classes)
+    return boosting_model(len(y), seed, bins).fit(X, y)
 
 
 def tree_log_proba(trees, X, temperature):
@@ -150,7 +142,7 @@ def test_a_column_it_cannot_split_is_left_out_and_the_others_keep_their_index():
     trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
     assert np.isfinite(out_of_fold).all()
     assert not {0, 1} & set(trees["feature"][~trees["is_leaf"]])
-    reference = member_model(X[:, 2:], y, 0, member_rounds(trees, 2))
+    reference = member_model(X[:, 2:], y, 0)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
                                reference.predict_proba(X[:, 2:]), atol=1e-12)
     assert fit_boosted_member(np.full_like(X, np.nan), y, folds, 0) is None
@@ -160,16 +152,14 @@ def test_a_column_it_cannot_split_is_left_out_and_the_others_keep_their_index():
 def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     """Its out-of-fold log-probabilities: each held-out row under trees fitted on
     the other folds, log-odds divided by T; T is where their mean over folds of
-    the rows' mean log-likelihood peaks. The folds grown look by look (warm starts) are
-    the fits of their rounds in one go."""
+    the rows' mean log-likelihood peaks."""
     X, y = table(3, n_rows=150, n_classes=3)
     folds = list(StratifiedKFold(5, shuffle=True, random_state=3).split(X, y))
     trees, temperature, out_of_fold = fit_boosted_member(X, y, folds, 3)
-    rounds = member_rounds(trees, 3)
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
     held_out = np.zeros((len(y), 3))
     for train, test in folds:
-        held_out[test] = member_model(X[train], y[train], 3, rounds).decision_function(X[test])
+        held_out[test] = member_model(X[train], y[train], 3).decision_function(X[test])
 
     def score(t):
         log_proba = log_softmax(held_out / t, axis=1)[np.arange(len(y)), y]
@@ -178,43 +168,9 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     np.testing.assert_allclose(out_of_fold, log_softmax(held_out / temperature, axis=1),
                                atol=1e-9)
     assert score(temperature * 1.5) < score(temperature) > score(temperature / 1.5)
-    whole = member_model(X, y, 3, rounds)
+    whole = member_model(X, y, 3)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)), whole.predict_proba(X),
                                atol=1e-12)
-
-
-def tempered_likelihood(X, y, folds, seed, rounds):
-    """The held-out likelihood of the folds' boosting of ``rounds`` rounds at its best
-    temperature (on a fine grid of the bounds)."""
-    held_out = np.zeros((len(y), y.max() + 1))
-    for train, test in folds:
-        raw = member_model(X[train], y[train], seed, rounds).decision_function(X[test])
-        held_out[test] = raw.reshape(len(test), -1) if y.max() > 1 else np.c_[0 * raw, raw]
-    return max(
-        np.mean([log_softmax(held_out[test] / t, axis=1)[np.arange(len(test)), y[test]].mean()
-                 for _, test in folds])
-        for t in np.exp(np.linspace(*LOG_TEMPERATURE_BOUNDS, 400))
-    )
-
-
-@pytest.mark.parametrize("signal", [0.0, 3.0], ids=["noise", "signal"])
-def test_the_rounds_are_the_likeliest_look_of_early_stopping(signal):
-    """Every ROUNDS_PER_LOOK rounds the folds' tempered held-out likelihood is looked at;
-    the member keeps the best look's rounds, and stops PATIENCE_LOOKS looks past it. On
-    labels that are noise it stops long before MAX_ROUNDS."""
-    rng = np.random.RandomState(5)
-    X = rng.normal(size=(100, 4)).astype(np.float32)
-    y = (signal * X[:, 0] + rng.normal(size=100) > 0).astype(np.int64)
-    folds = list(StratifiedKFold(5, shuffle=True, random_state=5).split(X, y))
-    trees, _, _ = fit_boosted_member(X, y, folds, 5)
-    rounds = member_rounds(trees, 2)
-    looks = range(ROUNDS_PER_LOOK, MAX_ROUNDS + 1, ROUNDS_PER_LOOK)
-    assert rounds in looks
-    seen = [r for r in looks if r <= min(rounds + PATIENCE_LOOKS * ROUNDS_PER_LOOK, MAX_ROUNDS)]
-    likelihoods = [tempered_likelihood(X, y, folds, 5, r) for r in seen]
-    assert seen[int(np.argmax(likelihoods))] == rounds
-    if signal == 0.0:
-        assert rounds <= MAX_ROUNDS // 2
 
 
 def log_proba_of(seed, n_rows, n_classes):

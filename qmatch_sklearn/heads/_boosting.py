@@ -30,15 +30,8 @@ LOG_TEMPERATURE_BOUNDS = (np.log(0.05), np.log(20.0))
 #: CatBoost's symmetric 6), half the features at each node (Breiman, 2001, "Random forests",
 #: section 4; Chen & Guestrin, 2016, "XGBoost", section 2.3). Tuned on the few-label
 #: benchmark (benchmarks/results/fewlabel.md).
-BOOSTING_PARAMS = {"learning_rate": 0.03, "l2_regularization": 3.0, "max_depth": 4,
-                   "max_features": 0.5}
-#: The member's rounds of boosting: at most ``MAX_ROUNDS``, chosen by early stopping on the
-#: folds' held-out rows (the validation sets of CatBoost's and LightGBM's
-#: ``early_stopping_rounds``): the folds grow ``ROUNDS_PER_LOOK`` rounds between two looks
-#: at their tempered held-out likelihood, and stop after ``PATIENCE_LOOKS`` looks without a
-#: better one. On a few dozen rows the likelihood peaks after a few dozen rounds, and every
-#: round past it costs a tree per class.
-MAX_ROUNDS, ROUNDS_PER_LOOK, PATIENCE_LOOKS = 300, 25, 2
+BOOSTING_PARAMS = {"learning_rate": 0.03, "max_iter": 300, "l2_regularization": 3.0,
+                   "max_depth": 4, "max_features": 0.5}
 
 
 def tries_boosted_member(targets):
@@ -76,13 +69,12 @@ def histogram_bins(X, rows_per_leaf=1):
     return int(np.clip(min(distinct, cap), 2, MAX_BINS))
 
 
-def boosting_model(n_rows, seed, max_bins=MAX_BINS, rounds=MAX_ROUNDS):
-    """The member's estimator for ``n_rows`` labeled rows and ``rounds`` rounds
-    (scikit-learn's own early stopping would hold out rows, which few labels cannot spare:
-    :func:`fit_boosted_member` stops on its folds instead)."""
+def boosting_model(n_rows, seed, max_bins=MAX_BINS):
+    """The member's estimator for ``n_rows`` labeled rows (no early stopping: no rows to
+    spare)."""
     return HistGradientBoostingClassifier(
         min_samples_leaf=min_samples_leaf(n_rows), early_stopping=False, random_state=seed,
-        max_bins=max_bins, max_iter=rounds, **BOOSTING_PARAMS,
+        max_bins=max_bins, **BOOSTING_PARAMS,
     )
 
 
@@ -192,31 +184,39 @@ def splittable_columns(X):
     return np.flatnonzero((high > low) | ((count > 0) & (count < len(X))))
 
 
-def _trees(X, targets, weights, seed):
-    """``(grow, columns)``: ``grow(rounds)`` fits the boosting on the
-    :func:`splittable_columns` of the rows of positive weight (the others would waste
-    ``max_features`` draws and histograms) for ``rounds`` rounds in all, continuing the
-    rounds grown before; None when no column can split."""
+def _fit_trees(X, targets, weights, seed):
+    """``(model, columns)``: the boosting fitted on the :func:`splittable_columns` of the
+    rows of positive weight (the others would waste ``max_features`` draws and
+    histograms), or None when there is none."""
     columns = splittable_columns(X[weights > 0])
     if not len(columns):
         return None
     X = X[:, columns]
-    model = boosting_model(len(targets), seed, histogram_bins(X, min_samples_leaf(len(targets))))
-    model.set_params(warm_start=True)  # refitted with more max_iter, it grows on
+    bins = histogram_bins(X, min_samples_leaf(len(targets)))
     # rows all of weight 1 pass no weights: the same trees (a test holds it), without
     # scikit-learn's slow weighted binning
-    sample_weight = None if np.all(weights == 1) else weights
+    unweighted = np.all(weights == 1)
+    model = boosting_model(len(targets), seed, bins).fit(
+        X, targets, sample_weight=None if unweighted else weights
+    )
+    return model, columns
 
-    def grow(rounds):
-        return model.set_params(max_iter=rounds).fit(X, targets, sample_weight=sample_weight)
 
-    return grow, columns
+def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
+    """``(trees, temperature, out_of_fold)`` fitted on the dense labeled rows ``X``, or None
+    when some fit has no column to split on: the temperature maximises the likelihood of
+    the out-of-fold log-odds on ``folds``, and ``out_of_fold`` are their log-probabilities."""
+    n_rows = len(targets)
+    weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
+    out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
+    for train, test in folds:
+        fitted = _fit_trees(X[train], targets[train], weights[train], seed)
+        if fitted is None:
+            return None
+        model, columns = fitted
+        raw = model.decision_function(X[test][:, columns]).reshape(len(test), -1)
+        out_of_fold[test] = _class_log_odds(raw)
 
-
-def _tempered(out_of_fold, targets, weights, folds):
-    """``(log_temperature, likelihood)``: the temperature of the log-odds ``out_of_fold``
-    likeliest on ``folds``' held-out rows (the mean over folds of their weighted mean
-    log-likelihood), and that likelihood."""
     def negative_log_likelihood(log_temperature):
         log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)
         return -np.mean([
@@ -227,36 +227,6 @@ def _tempered(out_of_fold, targets, weights, folds):
     best = minimize_scalar(
         negative_log_likelihood, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded"
     )
-    return best.x, -best.fun
-
-
-def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
-    """``(trees, temperature, out_of_fold)`` fitted on the dense labeled rows ``X``, or None
-    when some fit has no column to split on. The rounds are those whose tempered
-    out-of-fold log-odds on ``folds`` are likeliest among the looks of ``MAX_ROUNDS``'s
-    early stopping; ``temperature`` is theirs, ``out_of_fold`` their log-probabilities."""
-    n_rows = len(targets)
-    weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
-    growers = [_trees(X[train], targets[train], weights[train], seed) for train, _ in folds]
-    if any(grower is None for grower in growers):
-        return None
-    out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
-    best, looks_without_better = None, 0
-    for rounds in range(ROUNDS_PER_LOOK, MAX_ROUNDS + 1, ROUNDS_PER_LOOK):
-        for (grow, columns), (_, test) in zip(growers, folds, strict=True):
-            raw = grow(rounds).decision_function(X[test][:, columns]).reshape(len(test), -1)
-            out_of_fold[test] = _class_log_odds(raw)
-        log_temperature, likelihood = _tempered(out_of_fold, targets, weights, folds)
-        if best is None or likelihood > best[1]:
-            best, looks_without_better = (rounds, likelihood, log_temperature,
-                                          out_of_fold.copy()), 0
-        else:
-            looks_without_better += 1
-            if looks_without_better == PATIENCE_LOOKS:
-                break
-    rounds, _, log_temperature, out_of_fold = best
     # every column observed in a fold's training part is observed in all the rows
-    grow, columns = _trees(X, targets, weights, seed)
-    temperature = np.exp(log_temperature)
-    return (export_trees(grow(rounds), columns), float(temperature),
-            log_softmax(out_of_fold / temperature, axis=1))
+    trees = export_trees(*_fit_trees(X, targets, weights, seed))
+    return trees, float(np.exp(best.x)), log_softmax(out_of_fold / np.exp(best.x), axis=1)
