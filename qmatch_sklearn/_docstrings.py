@@ -401,11 +401,14 @@ GROUPS = {
 _PLACEHOLDER = re.compile(r"^( *)%\((\w+)\)s\n", re.MULTILINE)
 
 
+def keys(key):
+    """``key`` and, for a group of :data:`GROUPS`, every key it reaches, in order."""
+    return [key, *(reached for member in GROUPS.get(key, ()) for reached in keys(member))]
+
+
 def entry(key):
     """The text of ``key``: an entry of :data:`ENTRIES`, or a group's entries in order."""
-    if key in GROUPS:
-        return "".join(entry(member) for member in GROUPS[key])
-    return ENTRIES[key]
+    return "".join(ENTRIES[reached] for reached in keys(key) if reached not in GROUPS)
 
 
 def fill_doc(cls):

@@ -23,7 +23,6 @@ tests keep the contract:
 
 import ast
 import inspect
-import re
 from collections import defaultdict
 
 import numpy as np
@@ -43,7 +42,13 @@ from qmatch_sklearn import (  # noqa: E402
     SupervisedMLPRegressor,
 )
 from qmatch_sklearn._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS  # noqa: E402
-from qmatch_sklearn._docstrings import ENTRIES, GROUPS, fill_doc  # noqa: E402
+from qmatch_sklearn._docstrings import (  # noqa: E402
+    _PLACEHOLDER,
+    ENTRIES,
+    GROUPS,
+    fill_doc,
+    keys,
+)
 
 from .denoise_method import DenoiseEncoder  # noqa: E402
 
@@ -108,16 +113,11 @@ def _signature_defaults(cls):
 
 
 def test_every_shared_entry_is_filled_in_and_used():
-    used = set()
+    reached = set()
     for cls in ESTIMATORS:
         assert "%(" not in cls.__doc__, f"{cls.__name__} has an unfilled placeholder"
-        source = inspect.getsource(cls)
-        used.update(re.findall(r"^ *%\((\w+)\)s$", source, re.MULTILINE))
-    reached = set(used)
-    for key in used & set(GROUPS):
-        reached.update(GROUPS[key])
-    for key in set(reached) & set(GROUPS):
-        reached.update(GROUPS[key])
+        for placeholder in _PLACEHOLDER.finditer(inspect.getsource(cls)):
+            reached.update(keys(placeholder[2]))
     assert set(ENTRIES) | set(GROUPS) == reached, "an entry of _docstrings.py is used nowhere"
 
 
