@@ -499,7 +499,8 @@ def apply_scaling(X, center, scale):
 
 # Missing values: the missing-value layer's fit, and the rows it makes.
 
-#: Rows per block when a dense X is scanned for missing values.
+#: Rows per block where X is read in blocks: the scans for missing values, and the input
+#: statistics (:func:`input_statistics`, where a CSR block stays sparse).
 SCAN_ROWS = 8192
 #: Most bytes of a float64 row block in the informative-missingness test.
 SCAN_BYTES = 32 * 2**20
@@ -655,14 +656,10 @@ def zero_missing(X):
 
 # The encoder's input layer: its statistics over the fit rows.
 
-#: Rows per block of :func:`input_statistics` (a CSR block stays sparse there).
-STATISTICS_ROWS = 8192
-
-
 def _blocks(X, missing):
-    """The encoder's input rows in float64 blocks of :data:`STATISTICS_ROWS`."""
-    for start in range(0, X.shape[0], STATISTICS_ROWS):
-        block = X[start : start + STATISTICS_ROWS]
+    """The encoder's input rows in float64 blocks of :data:`SCAN_ROWS`."""
+    for start in range(0, X.shape[0], SCAN_ROWS):
+        block = X[start : start + SCAN_ROWS]
         if missing is not None:
             block = fill_and_indicate(block, missing)
         yield block.astype(np.float64) if sp.issparse(block) else np.asarray(block, np.float64)

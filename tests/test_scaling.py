@@ -21,7 +21,7 @@ from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor, _ta
 from qmatch_sklearn._networks import InputScale
 from qmatch_sklearn._table import (
     MAX_DEVIATION,
-    STATISTICS_ROWS,
+    SCAN_ROWS,
     apply_scaling,
     fit_scaling,
     input_statistics,
@@ -453,7 +453,7 @@ def test_the_first_layer_bounds_columns_of_rare_values_only(seed, n_rows, rare, 
 
 def test_the_statistics_of_many_blocks_are_those_of_all_rows():
     rng = np.random.default_rng(0)
-    n_rows = 2 * STATISTICS_ROWS + 5
+    n_rows = 2 * SCAN_ROWS + 5
     X = np.where(rng.random((n_rows, 3)) < 0.8, 0.0, rng.normal(size=(n_rows, 3)) ** 2)
     X = X.astype(np.float32)
     X[-1] = 40.0  # the last block holds the extreme
@@ -473,7 +473,7 @@ def test_blocks_of_any_size_give_the_statistics_of_one_block(seed, n_rows, block
     X[:, 1] = -X[:, 1]  # its extreme is the low end
     X = X.astype(np.float32)
     whole = input_statistics(X)
-    with mock.patch.object(_table, "STATISTICS_ROWS", block):
+    with mock.patch.object(_table, "SCAN_ROWS", block):
         for rows in (X, sp.csr_matrix(X)):
             for got, expected in zip(input_statistics(rows), whole, strict=True):
                 np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
