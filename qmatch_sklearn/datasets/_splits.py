@@ -1,11 +1,14 @@
-"""The paper's dataset splits (Appendix, "Datasets and Splits"), one table entry per configuration.
+"""The paper's dataset splits (Appendix, "Datasets and Splits"), one entry per configuration
+of ``data/paper_splits.json``.
 
 Every split is a range of positions in one seeded permutation of a pool of rows: the non-test
 rows for Adult and MNIST, which test on their original test files; every row for Cover Type and
 HIGGS, whose test set is a range too (or, for Cover Type, the rows left, as in the reference).
 """
 
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass
+from importlib.resources import files
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
@@ -41,152 +44,21 @@ class _Config:
         return {name: span for name, span in named.items() if isinstance(span, tuple)}
 
 
-_REFERENCE_SEED = (
-    " random_state=1 reproduces the reference's rows (np.random.seed(1) followed by "
-    "np.random.choice(n, n, replace=False) is RandomState(1).permutation(n))."
-)
-_TFDS = (
-    " The reference takes these ranges from a TFDS order that a CSV cannot reproduce, so "
-    "they index a seeded permutation here."
-)
+def _read_configs():
+    """The configurations of ``data/paper_splits.json``, by name (each source followed by
+    its note's text)."""
+    table = json.loads((files(__package__) / "data" / "paper_splits.json").read_text("utf-8"))
+    configs = {}
+    for name, config in table["configs"].items():
+        spans = {split: tuple(value) if isinstance(value, list) else value
+                 for split, value in config.items() if split not in ("note", "source")}
+        note = table["notes"].get(config.get("note"))
+        source = config["source"] if note is None else f"{config['source']} {note}"
+        configs[name] = _Config(**spans, source=source)
+    return configs
 
-CONFIGS = {
-    "adult_1p": _Config(
-        "adult", pretext=(0, 8170), train=(0, 86), pretext_val=(8170, 8822), val=(8822, 9799),
-        test="file",
-        source=(
-            "Paper, Appendix table: pretext 8,170, labeled 86, test 16,281 (adult.test). The "
-            "paper gives no validation sizes; pretext_val (652) and val (977) take the "
-            "reference's sizes, from adult.data rows outside pretext. train is the head of "
-            "pretext, as in the reference. See adult_1p_reference for the code's sizes."
-        ),
-    ),
-    "covtype_1p": _Config(
-        "covtype", pretext=(0, 113400), train=(112266, 113400), val=(113400, 151200),
-        pretext_val="val", test="rest",
-        source=(
-            "Paper table and reference code agree (covtype_new_1p): 151,200 rows drawn, "
-            "pretext = the first 113,400, train = the last 1,134 of pretext, val = the other "
-            "37,800, also used as pretext validation; test = the 429,812 rows left."
-            + _REFERENCE_SEED
-        ),
-    ),
-    "covtype_10p": _Config(
-        "covtype", pretext=(0, 464809), train=(0, 46480), val=(441569, 464809),
-        pretext_val=None, test="rest",
-        source=(
-            "Paper table and reference code agree: pretext = 80% (464,809 rows), train = its "
-            "first 10% (46,480), val = its last 5% (23,240, inside pretext), no pretext "
-            "validation; test = the 116,203 rows left." + _REFERENCE_SEED
-        ),
-    ),
-    "covtype_15k": _Config(
-        "covtype", pretext=(0, 11340), train=(0, 11340), val=(11340, 15120), pretext_val=None,
-        test="rest",
-        source=(
-            "Paper table: pretext = labeled train = 11,340 rows, test = 565,892. val = the "
-            "reference's 3,780 rows drawn next; no pretext validation. The reference trains "
-            "pretext and classifier on train + val, see covtype_15k_reference."
-        ),
-    ),
-    "higgs_1p": _Config(
-        "higgs", pretext=(0, 98000), train=(97020, 98000), val=(98000, 100000),
-        pretext_val=(100000, 110000), test=(110000, 610000),
-        source=(
-            "Paper table and reference code (higgs100k1p) agree: pretext 98,000, train = the "
-            "last 980 of pretext, val 2,000, pretext_val 10,000, test 500,000." + _TFDS
-        ),
-    ),
-    "higgs_1p_sample": _Config(
-        "higgs", pretext=(0, 8000), train=(7920, 8000), val=(8000, 8160),
-        pretext_val=(8160, 8960), test=(8960, 10984),
-        source=(
-            "Not in the paper: higgs_1p's layout sized for the 10,984-row HIGGS sample (see "
-            "load_higgs). Pretext 8,000, train = its last 1% (80), and val (160) and "
-            "pretext_val (800) in higgs_1p's proportions to pretext; test = the remaining "
-            "2,024 rows. Results are not comparable with the paper's 98,000-row higgs_1p."
-            + _TFDS
-        ),
-    ),
-    "higgs_5k": _Config(
-        "higgs", pretext=(0, 50000), train=(75000, 80000), val=(80000, 82500),
-        pretext_val=(50000, 75000), test=(82500, 107500),
-        source=(
-            "Paper table: pretext 50,000, labeled 5,000 (outside pretext), test 25,000. "
-            "pretext_val (25,000) and val (2,500) follow the reference (higgs50k), whose test "
-            "set has 2,500 rows instead, see higgs_5k_reference." + _TFDS
-        ),
-    ),
-    "higgs_10k": _Config(
-        "higgs", pretext=(0, 10_000_000), train=(0, 10000), val=(10_000_000, 10_500_000),
-        pretext_val="val", test=(10_500_000, 11_000_000),
-        source=(
-            "Paper table and reference code (higgs10k) agree: pretext 10,000,000, train = the "
-            "first 10,000 of pretext, val 500,000 (also pretext validation), test 500,000: "
-            "all 11,000,000 rows." + _TFDS
-        ),
-    ),
-    "higgs_100k": _Config(
-        "higgs", pretext=(0, 100000), train=(0, 100000), val=(100000, 102000),
-        pretext_val=(102000, 112000), test=(112000, 612000),
-        source=(
-            "Paper table: pretext = labeled train = 100,000, test 500,000. val (2,000) and "
-            "pretext_val (10,000) follow the reference (higgs100k), which uses 98,000 rows "
-            "for pretext and train, see higgs_100k_reference." + _TFDS
-        ),
-    ),
-    "mnist_1p": _Config(
-        "mnist", pretext=(0, 57000), train=(0, 600), val=(600, 6600),
-        pretext_val=(57000, 60000), test="file",
-        source=(
-            "Paper table and reference code agree: pretext = 95% of the 60,000 training "
-            "images, train = the first 1% (600), val = the next 10% (6,000; both inside "
-            "pretext), pretext_val = the last 5% (3,000); test = t10k (10,000)." + _TFDS
-        ),
-    ),
-    "mnist_10p": _Config(
-        "mnist", pretext=(0, 60000), train=(0, 10000), val=(10000, 16000), pretext_val=None,
-        test="file",
-        source=(
-            "Paper table: pretext 60,000 (all training images), labeled 10,000, test t10k. "
-            "val = the next 6,000 (reference size; inside pretext), no pretext validation. "
-            "The reference labels 10% = 6,000 rows, see mnist_10p_reference." + _TFDS
-        ),
-    ),
-}
 
-# The reference code's variants, where it departs from the paper's table: the spans that differ.
-CONFIGS.update({
-    "adult_1p_reference": replace(
-        CONFIGS["adult_1p"], pretext=(0, 30932), train=(0, 325), pretext_val=(30932, 31584),
-        val=(31584, 32561),
-        source=(
-            "Reference code (create_adult_datasets.py): 95% / 2% / 3% of adult.data for "
-            "pretext / pretext_val / val, train = the first 1% (325) of the permutation, "
-            "inside pretext; test = adult.test. The paper's table says 8,170 / 86 instead."
-            + _REFERENCE_SEED
-        ),
-    ),
-    "covtype_15k_reference": replace(
-        CONFIGS["covtype_15k"], pretext=(0, 15120), train=(0, 15120),
-        source=(
-            "Reference code (covtype15k files, covtype_imix config): pretext and train are "
-            "the 15,120 train + val rows, val = the last 3,780 of them; test = 565,892."
-        ),
-    ),
-    "higgs_5k_reference": replace(
-        CONFIGS["higgs_5k"], test=(82500, 85000),
-        source="Reference code (higgs50k): 50,000 / 5,000 / 2,500 / 25,000 / 2,500." + _TFDS,
-    ),
-    "higgs_100k_reference": replace(
-        CONFIGS["higgs_1p"], train=(0, 98000),
-        source="Reference code (higgs100k): 98,000 / 98,000 / 2,000 / 10,000 / 500,000." + _TFDS,
-    ),
-    "mnist_10p_reference": replace(
-        CONFIGS["mnist_10p"], train=(0, 6000), val=(6000, 12000),
-        source="Reference code (mnist_10p): train[:10%] and train[10%:20%] of 60,000." + _TFDS,
-    ),
-})
+CONFIGS = _read_configs()
 
 
 def _adult_preprocessor():
