@@ -15,6 +15,7 @@ from ._budget import resolve_max_epochs
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._distributed import current_group
+from ._docstrings import fill_doc
 from ._engine import (
     PretextNet,
     TrainingSettings,
@@ -83,6 +84,7 @@ def _same(a, b):
         return a is b
 
 
+@fill_doc
 class BasePretextEncoder(
     PersistenceMixin,
     EncoderNetworkMixin,
@@ -307,8 +309,7 @@ class BasePretextEncoder(
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------

@@ -76,6 +76,7 @@ def _stratify_or_none(y, validation_fraction):
     return None
 
 
+@fill_doc
 class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     """The supervised stage for classes (not for direct use): -1 marks an unlabeled row, the
     validation split is stratified when possible, the loss is the cross-entropy, the
@@ -233,8 +234,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------
@@ -250,8 +250,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------
@@ -267,8 +266,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------
@@ -282,8 +280,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------

@@ -1,16 +1,17 @@
 """Docstring entries shared by the public estimators, written once.
 
-A class decorated with :func:`fill_doc` writes ``%(key)s`` on a line of its own where an entry
-of :data:`ENTRIES` (or a group of :data:`GROUPS`) goes, and gets the text there, indented as the
-placeholder; why: ``docs/design.md`` ("Constructors are written out; shared docstring entries are
-written once").
+A class decorated with :func:`fill_doc` writes ``%(key)s`` on a line of its own (in its docstring
+or its methods') where an entry of :data:`ENTRIES` (or a group of :data:`GROUPS`) goes, and gets
+the text there, indented as the placeholder; why: ``docs/design.md`` ("Constructors are written
+out; shared docstring entries are written once").
 """
 
+import inspect
 import re
 from textwrap import indent
 
-#: Each shared Parameters or Attributes entry, by key: the parameter's name, with the family
-#: that shares the wording when families word it differently.
+#: Each shared Parameters, Attributes or References entry, by key: the parameter's name, with
+#: the family that shares the wording when families word it differently.
 ENTRIES = {
     "encoder": """\
 encoder : estimator, default=None
@@ -370,6 +371,14 @@ target_scale_ : ndarray of shape (n_outputs,)
     ``predict`` returns ``network_``'s output times it plus ``target_mean_`` (clipped with
     ``clip_predictions``).
 """,
+    "X_rows": """\
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Rows preprocessed like those passed to ``fit``.
+""",
+    "qmatch_reference": """\
+Mulc, T. and Dwibedi, D. "Q-Match: Self-supervised Learning by Matching
+Distributions Induced by a Queue."
+""",
 }
 #: The encoders' entry: the plain one, and their one-hot blocks corrupted whole.
 ENTRIES["categorical_features_encoder"] = (ENTRIES["categorical_features_uncorrupted"]
@@ -412,9 +421,11 @@ def entry(key):
 
 
 def fill_doc(cls):
-    """Class decorator: every placeholder line of ``cls.__doc__`` replaced by its entries
-    (nothing to fill under ``python -OO``, which drops docstrings)."""
-    if cls.__doc__:
-        cls.__doc__ = _PLACEHOLDER.sub(lambda match: indent(entry(match[2]), match[1]),
-                                       cls.__doc__)
+    """Class decorator: every placeholder line of ``cls.__doc__``, and of the docstrings of
+    the functions its body defines, replaced by its entries (nothing to fill under
+    ``python -OO``, which drops docstrings)."""
+    for documented in (cls, *filter(inspect.isfunction, vars(cls).values())):
+        if documented.__doc__:
+            documented.__doc__ = _PLACEHOLDER.sub(
+                lambda match: indent(entry(match[2]), match[1]), documented.__doc__)
     return cls

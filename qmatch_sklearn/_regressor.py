@@ -54,6 +54,7 @@ def _as_columns(y):
     return y.reshape(len(y), -1)
 
 
+@fill_doc
 class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     """The supervised stage for real-valued targets (not for direct use): NaN marks an
     unlabeled row, each output is standardised over its labeled values (predictions are
@@ -230,8 +231,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows preprocessed like those passed to ``fit``.
+        %(X_rows)s
 
         Returns
         -------
@@ -320,8 +320,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
 
     References
     ----------
-    Mulc, T. and Dwibedi, D. "Q-Match: Self-supervised Learning by Matching
-    Distributions Induced by a Queue."
+    %(qmatch_reference)s
 
     Examples
     --------

@@ -115,9 +115,12 @@ def _signature_defaults(cls):
 def test_every_shared_entry_is_filled_in_and_used():
     reached = set()
     for cls in ESTIMATORS:
-        assert "%(" not in cls.__doc__, f"{cls.__name__} has an unfilled placeholder"
-        for placeholder in _PLACEHOLDER.finditer(inspect.getsource(cls)):
-            reached.update(keys(placeholder[2]))
+        for name, member in [(cls.__name__, cls), *inspect.getmembers(cls, inspect.isfunction)]:
+            assert "%(" not in (member.__doc__ or ""), f"{cls.__name__}.{name}: a placeholder"
+        for klass in cls.__mro__:
+            if klass.__module__.startswith("qmatch_sklearn"):
+                for placeholder in _PLACEHOLDER.finditer(inspect.getsource(klass)):
+                    reached.update(keys(placeholder[2]))
     assert set(ENTRIES) | set(GROUPS) == reached, "an entry of _docstrings.py is used nowhere"
 
 

@@ -149,8 +149,7 @@ class QMatchEncoder(BasePretextEncoder):
 
     References
     ----------
-    Mulc, T. and Dwibedi, D. "Q-Match: Self-supervised Learning by Matching
-    Distributions Induced by a Queue."
+    %(qmatch_reference)s
 
     Examples
     --------
