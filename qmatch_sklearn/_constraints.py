@@ -57,6 +57,7 @@ MAX_LR = 1e30
 
 CORRUPTION_TYPES = StrOptions(set(CORRUPTIONS))
 
+
 def _is_feature_groups(value):
     return (
         isinstance(value, (list, tuple))
@@ -73,6 +74,14 @@ def _is_feature_groups(value):
 FEATURE_GROUPS = Satisfies(
     _is_feature_groups, "a list of non-empty lists of column indices or column names"
 )
+
+#: Parameters of the corruption of the encoders that corrupt with one probability.
+CORRUPTION_CONSTRAINTS = {
+    "corruption": [Interval(Real, 0, 1, closed="both")],
+    "corruption_type": [CORRUPTION_TYPES],
+    "feature_groups": [None, FEATURE_GROUPS],
+}
+
 
 def _is_column_list(value):
     return (

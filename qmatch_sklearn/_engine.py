@@ -553,14 +553,6 @@ class TrainingResult:
     best_score: float | None
 
 
-def _training_callbacks(*, monitor, lower_is_better, patience, verbose, desc, deadline):
-    """Early stopping, time limit and divergence guard; a progress bar with ``verbose=1``."""
-    # The bar comes first so that it counts the epoch on which training stops.
-    callbacks = [("progress", EpochProgressBar(desc))] if verbose == 1 else []
-    guard = KeepBestEpoch(monitor, lower_is_better, patience, deadline)
-    return [*callbacks, ("keep_best", guard)]
-
-
 #: A kept epoch this early while training went on makes early stopping suspect: ``fit`` warns.
 EARLY_EPOCH = 2
 
@@ -664,8 +656,13 @@ class TrainingSettings:
 
 def make_net(net_class, module, criterion, valid, settings, *, device, seed, monitor,
              lower_is_better, **net_params):
-    """The unfitted skorch net; ``valid`` None disables early stopping on ``monitor``."""
+    """The unfitted skorch net; ``valid`` None disables early stopping on ``monitor``. Its
+    callbacks: early stopping, time limit and divergence guard, after a progress bar with
+    ``verbose=1`` (first, so that it counts the epoch on which training stops)."""
     has_validation = valid is not None
+    progress = [("progress", EpochProgressBar(settings.name))] if settings.verbose == 1 else []
+    guard = KeepBestEpoch(monitor if has_validation else None, lower_is_better,
+                          settings.patience, settings.deadline)
     return net_class(
         module,
         criterion=criterion,
@@ -675,14 +672,7 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
         batch_size=settings.batch_size,
         max_epochs=settings.max_epochs,
         train_split=predefined_split(valid) if has_validation else None,
-        callbacks=_training_callbacks(
-            monitor=monitor if has_validation else None,
-            lower_is_better=lower_is_better,
-            patience=settings.patience,
-            verbose=settings.verbose,
-            desc=settings.name,
-            deadline=settings.deadline,
-        ),
+        callbacks=[*progress, ("keep_best", guard)],
         device=device,
         verbose=int(settings.verbose >= 2),
         generator=torch.Generator(device).manual_seed(seed),

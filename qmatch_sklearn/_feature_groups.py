@@ -34,12 +34,6 @@ def _groups_of(encoder, start, stop):
     return [list(range(int(a), int(b))) for a, b in pairwise(bounds) if b - a > 1]
 
 
-def _last_one_hot(transformer):
-    if isinstance(transformer, Pipeline):
-        transformer = transformer.steps[-1][1]
-    return transformer if isinstance(transformer, OneHotEncoder) else None
-
-
 def one_hot_groups(preprocessor):
     """The column groups of each one-hot encoded feature in a preprocessor's output.
 
@@ -82,9 +76,9 @@ def one_hot_groups(preprocessor):
     check_is_fitted(preprocessor)
     groups = []
     for name, transformer, _ in preprocessor.transformers_:
-        encoder = _last_one_hot(transformer)
+        encoder = transformer.steps[-1][1] if isinstance(transformer, Pipeline) else transformer
         indices = preprocessor.output_indices_[name]
-        if encoder is None or indices.start == indices.stop:  # no column selected: unfitted
-            continue
+        if not isinstance(encoder, OneHotEncoder) or indices.start == indices.stop:
+            continue  # not one-hot, or no column selected (left unfitted)
         groups += _groups_of(encoder, indices.start, indices.stop)
     return groups

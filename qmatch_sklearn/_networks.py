@@ -50,11 +50,6 @@ class MissingValues(nn.Module):
         return torch.cat([filled, missing[:, self.indicated].to(x.dtype)], dim=1)
 
 
-def missing_values_skeleton(n_features, indicated):
-    """An untrained :class:`MissingValues` of the right shape, for loading."""
-    return MissingValues(np.zeros(n_features, dtype=np.float32), np.asarray(indicated))
-
-
 class Maxout(nn.Module):
     """Maximum over consecutive groups of ``pieces`` units (Goodfellow et al., 2013)."""
 
@@ -135,16 +130,12 @@ class Encoder(nn.Sequential):
     """
 
     def __init__(self, n_features, hidden_sizes, embedding_dim, architecture="mlp"):
-        layers = [InputScale(n_features)]
-        n_in = n_features
-        blocks = hidden_sizes[:-1] if architecture == "imix" else hidden_sizes
-        for width in blocks:
-            layers += hidden_block(n_in, width)
-            n_in = width
-        if architecture == "imix":
-            layers += [nn.Linear(n_in, hidden_sizes[-1]), Maxout(MAXOUT_PIECES)]
-            n_in = hidden_sizes[-1] // MAXOUT_PIECES
-        layers.append(nn.Linear(n_in, embedding_dim))
+        imix = architecture == "imix"
+        layers = [InputScale(n_features),
+                  *MLP(n_features, hidden_sizes if imix else (*hidden_sizes, embedding_dim))]
+        if imix:
+            layers += [Maxout(MAXOUT_PIECES),
+                       nn.Linear(hidden_sizes[-1] // MAXOUT_PIECES, embedding_dim)]
         super().__init__(*layers)
 
 
@@ -285,6 +276,6 @@ class EncoderNetworkMixin:
         """The fitted encoder's shape, untrained (its weights are about to be loaded)."""
         missing = None
         if self._table_input.fitted_with_missing:
-            missing = missing_values_skeleton(self._table_input.n_inputs,
-                                              self._table_input.indicated_inputs())
+            missing = MissingValues(np.zeros(self._table_input.n_inputs, dtype=np.float32),
+                                    self._table_input.indicated_inputs())
         return self._build_encoder(self._table_input.n_inputs, torch.Generator(), missing)

@@ -275,16 +275,6 @@ def expand_groups(group_of, widths):
     return np.repeat(base, widths)
 
 
-def input_feature_names(names, mask, categories):
-    """Network input column names: ``c_<category>`` for a categorical ``c``, as OneHotEncoder."""
-    if mask is None:
-        return np.asarray(names, dtype=object)
-    out, blocks = [], iter(categories)
-    for name, is_categorical in zip(names, mask, strict=True):
-        out += [f"{name}_{value}" for value in next(blocks)] if is_categorical else [name]
-    return np.asarray(out, dtype=object)
-
-
 def refuse_an_array(estimator, X, mask):
     """With "from_dtype", a ValueError naming the categorical columns if ``X`` has no dtypes."""
     if not isinstance(X, pd.DataFrame):
@@ -510,8 +500,6 @@ INDICATOR_ALPHA = 0.01
 MAX_INDICATOR_TEST = 10**7
 
 
-
-
 def missing_values_layer(X, describe=None):
     """The :class:`MissingValues` layer fitted on ``X``, or None; refuses all-NaN columns."""
     if sp.issparse(X):
@@ -543,7 +531,7 @@ def missing_values_layer(X, describe=None):
     columns = np.flatnonzero(missing)
     layer = MissingValues(fill_values.astype(np.float32),
                           columns[informative_missingness(X, columns, fill_values)])
-    layer.missing_columns = columns  # known at fit only (see missing_columns)
+    layer.missing_columns = columns  # known at fit only (TableInput.fit_missing_values)
     return layer
 
 
@@ -587,18 +575,6 @@ def informative_missingness(X, columns, fill_values):
     r[d + own, own] = 0.0  # and its own missingness
     threshold = norm.isf(INDICATOR_ALPHA / (2 * p)) / np.sqrt(n)
     return r.max(axis=0) > threshold
-
-
-def missing_columns(layer):
-    """``missing_features_`` of a layer just fitted by :func:`missing_values_layer`."""
-    return np.empty(0, np.int64) if layer is None else layer.missing_columns
-
-
-def indicated_features(layer):
-    """The input features that get an indicator channel: ``missing_indicators_``."""
-    return np.empty(0, np.int64) if layer is None else layer.indicated.cpu().numpy().copy()
-
-
 
 
 def fill_and_indicate(X, layer):
@@ -906,8 +882,9 @@ class TableInput(BaseEstimator):
         """:func:`missing_values_layer` of ``rows``, setting the ``missing_*`` attributes."""
         layer = missing_values_layer(rows, lambda inputs: self.describe(owner, inputs))
         origin = input_origin(self.input_widths())
-        self.missing_features_ = origin[missing_columns(layer)]
-        self.missing_indicators_ = origin[indicated_features(layer)]
+        none = np.empty(0, np.int64)
+        self.missing_features_ = origin[none if layer is None else layer.missing_columns]
+        self.missing_indicators_ = origin[none if layer is None else layer.indicated.cpu().numpy()]
         return layer
 
     @property
@@ -956,8 +933,14 @@ class TableInput(BaseEstimator):
         return input_starts(self.input_widths())[self.missing_indicators_]
 
     def input_feature_names(self, names):
-        """Names of the network's input columns, from the names of ``X``'s columns."""
-        return input_feature_names(names, self.is_categorical_, self.categories_)
+        """Names of the network's input columns, from the names of ``X``'s columns:
+        ``c_<category>`` for a categorical ``c``, as OneHotEncoder names them."""
+        if self.is_categorical_ is None:
+            return np.asarray(names, dtype=object)
+        out, blocks = [], iter(self.categories_)
+        for name, is_categorical in zip(names, self.is_categorical_, strict=True):
+            out += [f"{name}_{value}" for value in next(blocks)] if is_categorical else [name]
+        return np.asarray(out, dtype=object)
 
     def describe(self, owner, inputs):
         """The columns of ``X`` that input columns ``inputs`` come from, by name or position."""

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
+from .._constraints import CORRUPTION_CONSTRAINTS, LAYER_SIZES
 from .._docstrings import fill_doc
 from .._ema import ema_update_, make_teacher
 from .._networks import lecun_normal_
@@ -182,13 +182,11 @@ class DINOEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
+        **CORRUPTION_CONSTRAINTS,
         "student_temperature": [Interval(Real, 0, None, closed="neither")],
         "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
         "ema_decay": [Interval(Real, 0, 1, closed="both")],
         "center_momentum": [Interval(Real, 0, 1, closed="both")],
-        "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
         "projection_sizes": [LAYER_SIZES],
         "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     }

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
+from .._constraints import CORRUPTION_CONSTRAINTS, LAYER_SIZES
 from .._docstrings import fill_doc
 from .._networks import MLP, lecun_normal_
 from ._base import TwoViewModule, check_shape
@@ -91,10 +91,8 @@ class SimCLREncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
+        **CORRUPTION_CONSTRAINTS,
         "temperature": [Interval(Real, 0, None, closed="neither")],
-        "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
         "projection_sizes": [LAYER_SIZES],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}

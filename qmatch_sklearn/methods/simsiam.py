@@ -4,7 +4,7 @@ Chen & He, "Exploring Simple Siamese Representation Learning", CVPR 2021,
 eqs. (1)-(4) (symmetrised negative cosine similarity).
 """
 
-from numbers import Integral, Real
+from numbers import Integral
 from typing import NamedTuple
 
 import torch
@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS, LAYER_SIZES
+from .._constraints import CORRUPTION_CONSTRAINTS, LAYER_SIZES
 from .._docstrings import fill_doc
 from .._networks import MLP, hidden_block, lecun_normal_
 from ._base import TwoViewModule, check_shape
@@ -115,9 +115,7 @@ class SimSiamEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
-        "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
+        **CORRUPTION_CONSTRAINTS,
         "projection_sizes": [LAYER_SIZES],
         "predictor_width": [Interval(Integral, 1, None, closed="left")],
     }

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
+from .._constraints import CORRUPTION_CONSTRAINTS
 from .._docstrings import fill_doc
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
@@ -110,10 +110,9 @@ class TabNetEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
+        **CORRUPTION_CONSTRAINTS,
         # 0 masks nothing: nothing to reconstruct, a loss of exactly 0
         "corruption": [Interval(Real, 0, 1, closed="right")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
+from .._constraints import CORRUPTION_CONSTRAINTS
 from .._docstrings import fill_doc
 from ._base import TwoViewModule, check_shape
 
@@ -117,12 +117,10 @@ class VICRegEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
+        **CORRUPTION_CONSTRAINTS,
         "invariance_weight": [Interval(Real, 0, None, closed="left")],
         "variance_weight": [Interval(Real, 0, None, closed="left")],
         "covariance_weight": [Interval(Real, 0, None, closed="left")],
-        "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 

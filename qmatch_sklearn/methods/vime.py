@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from .._base import BasePretextEncoder
-from .._constraints import CORRUPTION_TYPES, FEATURE_GROUPS
+from .._constraints import CORRUPTION_CONSTRAINTS
 from .._docstrings import fill_doc
 from .._networks import MLP, lecun_normal_
 from ._base import PretextModule, check_shape
@@ -22,13 +22,13 @@ from ._base import PretextModule, check_shape
 HEAD_WIDTH = 512
 
 
-
 def observed_mean_squares(prediction, target):
     """Mean of (prediction - target)^2 over the entries where ``target`` is observed (not NaN):
     a reconstruction loss that never scores a missing entry."""
     observed = ~torch.isnan(target)
     squares = torch.where(observed, prediction - target, 0.0) ** 2
     return squares.sum() / observed.sum().clamp_min(1)
+
 
 def vime_loss(reconstruction, mask_logits, x, mask, alpha):
     """L = l_m + alpha * l_r (VIME eq. 4), averaged over the batch: l_m = sum_j BCE(m_hat_j,
@@ -133,10 +133,8 @@ class VIMEEncoder(BasePretextEncoder):
 
     _parameter_constraints = {
         **BasePretextEncoder._parameter_constraints,
+        **CORRUPTION_CONSTRAINTS,
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "corruption": [Interval(Real, 0, 1, closed="both")],
-        "corruption_type": [CORRUPTION_TYPES],
-        "feature_groups": [None, FEATURE_GROUPS],
     }
     _paper_search_space = {"corruption": [0.3, 0.4, 0.5]}
 
