@@ -7,15 +7,14 @@ of its decompressed content matches ``content_sha256``: the same data exists as 
 
 import gzip
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 import urllib.request
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
-
-_UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
-_MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 
 
 class ChecksumError(OSError):
@@ -49,68 +48,14 @@ class RemoteFile:
     note: str = ""
 
 
-FILES = {
-    "adult.data": RemoteFile(
-        "adult/adult.data.gz",
-        _UCI + "adult/adult.data",
-        "c7a2b4716a97f930123e0baf879188d701e798172631a654fc703d4b082907f3",
-        "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    ),
-    "adult.test": RemoteFile(
-        "adult/adult.test.gz",
-        _UCI + "adult/adult.test",
-        "8a2c1bffa6e7ce5abfa43881ae5e87c4311ebc2b3cd526c9c40a43f19f06f799",
-        "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-    ),
-    "covtype": RemoteFile(
-        "covtype/covtype.data.gz",
-        _UCI + "covtype/covtype.data.gz",
-        "b22ca13b51814b12ef7fec2fc96a623903e35dab1469a4d1213fe9911d92912c",
-        "0a9371cef7c964b5475d6053cc3e0894a5aa6f65ad1ed3ecb01c45aa96217945",
-    ),
-    # Upstream's own .gz; no hash of the 7.5 GB decompressed CSV is published.
-    "higgs": RemoteFile(
-        "higgs/HIGGS.csv.gz",
-        _UCI + "00280/HIGGS.csv.gz",
-        "ea302c18164d4e3d916a1e2e83a9a8d07069fa6ebc7771e4c0540d54e593b698",
-        None,
-        note=(
-            " It is 2.6 GB. For smoke tests only, the 10,984-row sample "
-            "higgs/higgs_sas_sample_10984.csv.gz may be placed in the data home instead."
-        ),
-    ),
-    # SHA-256 of the shared copy, checked against the README's md5 (8fd4f7d3...) of the content.
-    "higgs_sample": RemoteFile(
-        "higgs/higgs_sas_sample_10984.csv.gz",
-        None,
-        "17f6413f944cf26254a01bcf5d99c6c5f34780ba20cd69e3dbf18e96af7e49ed",
-        "21f8b95e4aaed9e631a76d69c724bb0ca94456bc1ac01e18fd81b968dd3c9724",
-    ),
-    "mnist.train_images": RemoteFile(
-        "mnist/train-images-idx3-ubyte.gz",
-        _MNIST_MIRROR + "train-images-idx3-ubyte.gz",
-        "0b367032e93c5d0cea0925647cfdb18614af8ee15f83e6f2fc2ad904a6835971",
-        "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
-    ),
-    "mnist.train_labels": RemoteFile(
-        "mnist/train-labels-idx1-ubyte.gz",
-        _MNIST_MIRROR + "train-labels-idx1-ubyte.gz",
-        "1787548bbe0bff1ec2ecdc0ef292b02df999e2d1a6002d27500982c652b17203",
-        "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
-    ),
-    "mnist.test_images": RemoteFile(
-        "mnist/t10k-images-idx3-ubyte.gz",
-        _MNIST_MIRROR + "t10k-images-idx3-ubyte.gz",
-        "1a1a05eab793c14bb050b398624a11b0ffd1a2953baed553b1b9bd079e2a20be",
-        "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
-    ),
-    "mnist.test_labels": RemoteFile(
-        "mnist/t10k-labels-idx1-ubyte.gz",
-        _MNIST_MIRROR + "t10k-labels-idx1-ubyte.gz",
-        "b91679a0acfe4ba0e50a2437a903084cba1f5f92592b016a25a7dfd00455798b",
-        "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
-    ),
-}
+def read_table(name):
+    """The JSON table ``data/<name>`` shipped with this package (as scikit-learn ships its
+    datasets' descriptions beside the code)."""
+    return json.loads((files(__package__) / "data" / name).read_text("utf-8"))
+
+
+#: Every raw file the loaders read, by key (``data/files.json``).
+FILES = {key: RemoteFile(**fields) for key, fields in read_table("files.json")["files"].items()}
 
 
 def get_data_home(data_home=None):

@@ -6,9 +6,7 @@ rows for Adult and MNIST, which test on their original test files; every row for
 HIGGS, whose test set is a range too (or, for Cover Type, the rows left, as in the reference).
 """
 
-import json
 from dataclasses import dataclass
-from importlib.resources import files
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
@@ -21,6 +19,7 @@ from sklearn.preprocessing import (
 from sklearn.utils import Bunch, check_random_state
 
 from .._warnings import warn
+from ._fetch import read_table
 from ._loaders import _DESCR, ADULT_CATEGORICAL, ADULT_NUMERIC, COVTYPE_N_NUMERIC, LOADERS
 
 
@@ -47,7 +46,7 @@ class _Config:
 def _read_configs():
     """The configurations of ``data/paper_splits.json``, by name (each source followed by
     its note's text)."""
-    table = json.loads((files(__package__) / "data" / "paper_splits.json").read_text("utf-8"))
+    table = read_table("paper_splits.json")
     configs = {}
     for name, config in table["configs"].items():
         spans = {split: tuple(value) if isinstance(value, list) else value
