@@ -374,7 +374,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         The temperature fitted on the member's out-of-fold log-odds (1.0 without a member).
     %(max_time_reached_)s
     %(fit_attributes)s
-    %(missing_features_predictor)s
+    %(missing_features_)s
     %(missing_indicators_)s
     %(feature_names_in_)s
 

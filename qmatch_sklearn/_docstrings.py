@@ -160,13 +160,9 @@ validation_fraction : float, "auto" or None, default="auto"
     10% when that is at least 200 rows (from 2,000 labeled rows on), else none; without held-out
     rows (or with None) training runs ``max_epochs``.
 """,
-    "device_encoder": """\
+    "device": """\
 device : str, default="auto"
     "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:1", ...
-""",
-    "device_predictor": """\
-device : str, default="auto"
-    "auto", "cpu", "cuda", ...
 """,
     "precision": """\
 precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
@@ -215,25 +211,17 @@ history_ : skorch.History
 history_ : skorch.History
     Supervised training history (``train_loss``, ``valid_loss``).
 """,
-    "n_epochs_encoder": """\
+    "n_epochs_": """\
 n_epochs_ : int
     Epochs run.
 """,
-    "n_epochs_supervised": """\
-n_epochs_ : int
-    Supervised epochs run.
-""",
-    "best_epoch_encoder": """\
+    "best_epoch_": """\
 best_epoch_ : int
     Epoch whose weights were kept (1-based).
 """,
     "best_epoch_qmatch": """\
 best_epoch_ : int
     Supervised epoch whose weights were kept (1-based; 0 as above).
-""",
-    "best_epoch_supervised": """\
-best_epoch_ : int
-    Supervised epoch whose weights were kept (1-based).
 """,
     "device_": """\
 device_ : str
@@ -255,17 +243,11 @@ is_categorical_ : ndarray of bool or None
 categories_ : list of ndarray or None
     The categories of each categorical column, in the order of its one-hot block.
 """,
-    "missing_features_encoder": """\
+    "missing_features_": """\
 missing_features_ : ndarray of int
     Input features with missing values (NaN) at fit, which the network fills
-    with the column's observed mean. Empty when ``X`` had none (NaN at
-    transform is then read as ``center_``, with a warning).
-""",
-    "missing_features_predictor": """\
-missing_features_ : ndarray of int
-    Input features with missing values (NaN) at fit, which the network fills
-    with the column's observed mean. Empty when ``X`` had none (NaN at
-    predict is then read as ``center_``, with a warning).
+    with the column's observed mean. Empty when ``X`` had none (NaN in rows
+    passed later is then read as ``center_``, with a warning).
 """,
     "missing_indicators_": """\
 missing_indicators_ : ndarray of int
@@ -371,6 +353,11 @@ target_scale_ : ndarray of shape (n_outputs,)
     ``predict`` returns ``network_``'s output times it plus ``target_mean_`` (clipped with
     ``clip_predictions``).
 """,
+    "target_range_": """\
+target_min_, target_max_ : ndarray of shape (n_outputs,)
+    The lowest and highest value of each target over the labeled rows of ``y`` that weigh
+    more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
+""",
     "X_rows": """\
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Rows preprocessed like those passed to ``fit``.
@@ -392,19 +379,20 @@ GROUPS = {
                         "passthrough"),
     "encoder_training": ("lr_encoder", "weight_decay_encoder", "batch_size_encoder",
                          "max_epochs_encoder", "patience_encoder", "validation_fraction_encoder",
-                         "device_encoder", "precision"),
+                         "device", "precision"),
     "encoder_parameters": ("categorical_features_encoder", "encoder_network", "encoder_training",
                            "random_state_encoder", "verbose"),
-    "encoder_attributes": ("network_encoder", "history_encoder", "n_epochs_encoder",
-                           "best_epoch_encoder", "fit_attributes", "missing_features_encoder",
+    "encoder_attributes": ("network_encoder", "history_encoder", "n_epochs_",
+                           "best_epoch_", "fit_attributes", "missing_features_",
                            "missing_indicators_", "center_", "scale_", "embedding_mean_",
                            "embedding_scale_", "feature_names_in_"),
-    "supervised_attributes": ("n_epochs_supervised", "best_epoch_supervised", "fit_attributes",
-                              "missing_features_predictor", "missing_indicators_", "center_",
+    "supervised_attributes": ("n_epochs_", "best_epoch_", "fit_attributes",
+                              "missing_features_", "missing_indicators_", "center_",
                               "scale_", "feature_names_in_"),
     "predictor_training": ("lr_predictor", "weight_decay_predictor", "batch_size_predictor",
                            "max_epochs_predictor", "patience_predictor"),
-    "predictor_device": ("device_predictor", "precision", "random_state_predictor", "verbose"),
+    "target_attributes": ("n_outputs_", "target_mean_", "target_scale_", "target_range_"),
+    "predictor_device": ("device", "precision", "random_state_predictor", "verbose"),
 }
 
 _PLACEHOLDER = re.compile(r"^( *)%\((\w+)\)s\n", re.MULTILINE)

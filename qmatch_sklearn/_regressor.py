@@ -290,12 +290,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     %(center_)s
     %(scale_)s
     %(network_regressor)s
-    %(n_outputs_)s
-    %(target_mean_)s
-    %(target_scale_)s
-    target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest value of each target over the labeled rows of ``y`` that weigh
-        more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
+    %(target_attributes)s
     %(history_regressor)s
     n_epochs_ : int
         Supervised epochs run (0 with the closed-form head, ``head_="ridge"``).
@@ -308,7 +303,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         not help on the labeled rows. 1.0 otherwise.
     %(max_time_reached_)s
     %(fit_attributes)s
-    %(missing_features_predictor)s
+    %(missing_features_)s
     %(missing_indicators_)s
     %(feature_names_in_)s
 
@@ -402,12 +397,7 @@ class SupervisedMLPRegressor(RandomInitMixin, BaseHeadRegressor):
     %(head_)s
     %(frozen_encoder_supervised)s
     %(network_regressor)s
-    %(n_outputs_)s
-    %(target_mean_)s
-    %(target_scale_)s
-    target_min_, target_max_ : ndarray of shape (n_outputs,)
-        The lowest and highest value of each target over the labeled rows of ``y`` that weigh
-        more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
+    %(target_attributes)s
     %(history_regressor)s
     %(supervised_attributes)s
 

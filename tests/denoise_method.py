@@ -166,8 +166,8 @@ class DenoiseEncoder(BasePretextEncoder):
         one-hot block.
     missing_features_ : ndarray of int
         Input features with missing values (NaN) at fit, which the network fills
-        with the column's observed mean. Empty when ``X`` had none (NaN at
-        transform is then read as ``center_``, with a warning).
+        with the column's observed mean. Empty when ``X`` had none (NaN in rows
+        passed later is then read as ``center_``, with a warning).
     missing_indicators_ : ndarray of int
         Those of ``missing_features_`` whose missingness was related to the rest
         of the row at fit, each given an indicator channel at the network's input.
