@@ -65,17 +65,6 @@ def labeled_mask(y):
     return mask
 
 
-def _stratify_or_none(y, validation_fraction):
-    """Stratify the validation split when every class can appear in both parts."""
-    if validation_fraction is None:
-        return None
-    _, counts = np.unique(y, return_counts=True)
-    n_valid = int(np.ceil(validation_fraction * len(y)))
-    if counts.min() >= 2 and len(counts) <= n_valid <= len(y) - len(counts):
-        return y
-    return None
-
-
 @fill_doc
 class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     """The supervised stage for classes (not for direct use): -1 marks an unlabeled row, the
@@ -134,7 +123,14 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         return labeled, label_encoder, targets
 
     def _stratify(self, targets, validation_fraction):
-        return _stratify_or_none(targets, validation_fraction)
+        """Stratify the validation split when every class can appear in both parts."""
+        if validation_fraction is None:
+            return None
+        _, counts = np.unique(targets, return_counts=True)
+        n_valid = int(np.ceil(validation_fraction * len(targets)))
+        if counts.min() >= 2 and len(counts) <= n_valid <= len(targets) - len(counts):
+            return targets
+        return None
 
     def _head_width(self, label_encoder):
         return len(label_encoder.classes_)

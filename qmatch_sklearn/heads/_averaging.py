@@ -7,6 +7,7 @@ cross-validated likelihoods (pseudo-Bayesian model averaging, Yao et al., 2018, 
 """
 
 import numpy as np
+from scipy.special import softmax
 
 #: The embedding block's weights the closed-form heads average over; 0: the input alone.
 EMBEDDING_WEIGHTS = (1.0, 0.5, 0.0)
@@ -16,9 +17,7 @@ def pseudo_bma_weights(log_likelihoods, n_rows):
     """Pseudo-BMA weights from mean cross-validated log-likelihoods per row: p_k
     proportional to exp(n_rows * log_likelihood_k) (Yao et al., 2018, "Using stacking to
     average Bayesian predictive distributions", eq. 8)."""
-    evidence = n_rows * np.asarray(log_likelihoods, dtype=float)
-    p = np.exp(evidence - evidence.max())
-    return p / p.sum()
+    return softmax(n_rows * np.asarray(log_likelihoods, dtype=float))
 
 
 def block_weights(n_embedding):
@@ -26,13 +25,15 @@ def block_weights(n_embedding):
     return (1.0,) if n_embedding is None else EMBEDDING_WEIGHTS
 
 
-def unscaled_coef(coef, n_embedding, weight):
-    """``coef``, fitted with the last ``n_embedding`` columns scaled by ``weight``, as
-    coefficients of the unscaled features (a copy)."""
-    coef = coef.copy()
-    if n_embedding is not None:
-        coef[..., coef.shape[-1] - n_embedding:] *= weight
-    return coef
+def scale_block(array, n_embedding, weight):
+    """``array`` (rows, or coefficients fitted on rows so scaled, which this makes the
+    coefficients of the unscaled rows) with its last ``n_embedding`` columns multiplied by
+    ``weight``: a copy, or ``array`` itself when ``n_embedding`` is None."""
+    if n_embedding is None:
+        return array
+    scaled = array.copy()
+    scaled[..., array.shape[-1] - n_embedding:] *= weight
+    return scaled
 
 
 def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
@@ -44,15 +45,12 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     """
     heads, slots, scales = [], [], []
     for weight in block_weights(n_embedding):
-        weighted, weighted_unlabeled = features, unlabeled
-        if n_embedding is not None:
-            weighted, weighted_unlabeled = (
-                None if rows is None else _scale_block(rows, n_embedding, weight)
-                for rows in (features, unlabeled)
-            )
+        weighted, weighted_unlabeled = (None if rows is None else
+                                        scale_block(rows, n_embedding, weight)
+                                        for rows in (features, unlabeled))
         slots.append([])
         for model, log_likelihood in fit(weighted, weighted_unlabeled):
-            heads.append((unscaled_coef(model.coef_, n_embedding, weight),
+            heads.append((scale_block(model.coef_, n_embedding, weight),
                           np.asarray(model.intercept_, dtype=float)))
             slots[-1].append(log_likelihood)
             scales.append(weight)
@@ -61,9 +59,3 @@ def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
     return coef, intercept, float(p @ np.asarray(scales)), slots, p
 
-
-def _scale_block(rows, n_embedding, weight):
-    """``rows`` with their last ``n_embedding`` columns multiplied by ``weight`` (a copy)."""
-    scaled = rows.copy()
-    scaled[:, rows.shape[1] - n_embedding:] *= weight
-    return scaled

@@ -78,11 +78,6 @@ def boosting_model(n_rows, seed, max_bins=MAX_BINS):
     )
 
 
-def _class_log_odds(raw):
-    """Per-class log-odds from the raw scores: one column becomes ``[0, raw]``."""
-    return np.hstack([np.zeros_like(raw), raw]) if raw.shape[1] == 1 else raw
-
-
 def export_trees(model, columns):
     """A fitted ``HistGradientBoostingClassifier``'s trees as a dict of arrays.
 
@@ -112,7 +107,6 @@ def export_trees(model, columns):
 TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
                "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
                "roots": np.int64, "output": np.int64, "baseline": np.float64}
-TREE_ARRAYS = tuple(TREE_DTYPES)
 
 
 def check_trees(trees, n_inputs, n_classes):
@@ -123,14 +117,14 @@ def check_trees(trees, n_inputs, n_classes):
         if not condition:
             raise ValueError(message)
 
-    require(isinstance(trees, dict) and set(trees) == set(TREE_ARRAYS),
-            f"boosted_trees_ must hold the arrays {', '.join(TREE_ARRAYS)}.")
+    require(isinstance(trees, dict) and set(trees) == set(TREE_DTYPES),
+            f"boosted_trees_ must hold the arrays {', '.join(TREE_DTYPES)}.")
     for name, dtype in TREE_DTYPES.items():
         require(isinstance(trees[name], np.ndarray) and trees[name].ndim == 1
                 and trees[name].dtype == np.dtype(dtype),
                 f"boosted_trees_[{name!r}] must be a 1-D array of {np.dtype(dtype)}.")
     n_nodes = len(trees["feature"])
-    require(all(len(trees[name]) == n_nodes for name in TREE_ARRAYS[:7]),
+    require(all(len(trees[name]) == n_nodes for name in list(TREE_DTYPES)[:7]),
             "boosted_trees_ has node arrays of different lengths.")
     inner = ~trees["is_leaf"].astype(bool)
     nodes = np.arange(n_nodes)
@@ -152,10 +146,6 @@ def check_trees(trees, n_inputs, n_classes):
             and np.all((trees["output"] >= 0) & (trees["output"] < n_scores))
             and np.all((trees["roots"] >= 0) & (trees["roots"] < max(n_nodes, 1))),
             "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
-
-
-def _mean_log_likelihood(log_proba, targets, weights):
-    return np.average(log_proba[np.arange(len(targets)), targets], weights=weights)
 
 
 def stacking_weight(head_log_proba, member_log_proba, targets, sample_weight=None):
@@ -215,14 +205,14 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
             return None
         model, columns = fitted
         raw = model.decision_function(X[test][:, columns]).reshape(len(test), -1)
-        out_of_fold[test] = _class_log_odds(raw)
+        # per-class log-odds: one column of raw scores is [0, raw]
+        out_of_fold[test, -raw.shape[1]:] = raw
 
     def negative_log_likelihood(log_temperature):
-        log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)
-        return -np.mean([
-            _mean_log_likelihood(log_proba[test], targets[test], weights[test])
-            for _, test in folds
-        ])
+        row_log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)[
+            np.arange(n_rows), targets]
+        return -np.mean([np.average(row_log_proba[test], weights=weights[test])
+                         for _, test in folds])
 
     best = minimize_scalar(
         negative_log_likelihood, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded"

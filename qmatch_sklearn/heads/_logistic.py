@@ -17,7 +17,7 @@ from skorch.history import History
 
 from .._engine import TrainingResult
 from .._warnings import warn
-from ._averaging import block_weights, pseudo_bma_weights, unscaled_coef, weigh_embedding_block
+from ._averaging import block_weights, pseudo_bma_weights, scale_block, weigh_embedding_block
 from ._boosting import (
     MIN_BOOSTING_WEIGHT,
     fit_boosted_member,
@@ -64,9 +64,6 @@ class LogisticAverage:
     unconverged: list
     folds: list
     paths: list
-
-    def logits(self, rows):
-        return rows @ self.coef.T + self.intercept
 
 
 def past_the_peak(scores):
@@ -187,7 +184,7 @@ def honest_out_of_fold(average, embeddings, n_embedding=None):
         chosen = [s.argmax() for s in scores]  # each regression's C, chosen without fold k
         p = pseudo_bma_weights([s.max() for s in scores], len(train))
         for p_m, (weight, path, _), c in zip(p, average.paths, chosen, strict=True):
-            coef = unscaled_coef(path[k, c, :, :-1], n_embedding, weight)
+            coef = scale_block(path[k, c, :, :-1], n_embedding, weight)
             intercept = path[k, c, :, -1]
             logits[test, -n_outputs:] += p_m * (embeddings[test] @ coef.T + intercept)
     return logits
