@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 from scipy.sparse import issparse
+from sklearn.preprocessing import QuantileTransformer
 from sklearn.utils.validation import check_is_fitted
 
 from . import _serving
@@ -22,10 +23,15 @@ MIN_OPSET = 18
 
 
 def serving_module(estimator):
-    """The fitted ``estimator``'s prediction as one torch module on the CPU."""
+    """The fitted ``estimator``'s prediction as one torch module on the CPU.
+
+    A ``QuantileTransformer``'s is :class:`~._quantile_graph.QuantileMap`.
+    """
     from ._head import _head_input
 
     check_is_fitted(estimator)
+    if isinstance(estimator, QuantileTransformer):
+        return QuantileMap(estimator).eval()
     center, scale = estimator._table_input.network_input_map()
     scaled = _serving.Scaled(center, scale,
                              fills_missing=not estimator._table_input.fitted_with_missing)
@@ -40,21 +46,18 @@ def serving_module(estimator):
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     """The ONNX ``ModelProto`` of :func:`serving_module`: ``X`` in, ``Y`` (and ``L``) out."""
+    module = serving_module(estimator)
     outputs = ["L", "Y"] if _kind(estimator) == "classifier" else ["Y"]
-    return _export_module(serving_module(estimator), estimator._table_input.n_inputs, dtype, opset,
-                          outputs)
-
-
-def _export_module(module, n_features, dtype, opset, output_names):
-    """The ONNX ``ModelProto`` of ``module`` on rows x ``n_features`` of ``dtype`` (input ``X``)."""
     if opset < MIN_OPSET:
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
-    sample = torch.from_numpy(np.zeros((2, n_features), dtype=dtype))
+    table = getattr(estimator, "_table_input", None)
+    n_inputs = estimator.n_features_in_ if table is None else table.n_inputs
+    sample = torch.from_numpy(np.zeros((2, n_inputs), dtype=dtype))
     rows = torch.export.Dim("rows")
     program = torch.onnx.export(
         module, (sample,), dynamo=True, dynamic_shapes=({0: rows},), input_names=["X"],
-        output_names=output_names, opset_version=opset, optimize=True, verbose=False,
+        output_names=outputs, opset_version=opset, optimize=True, verbose=False,
     )
     return program.model_proto
 
@@ -97,6 +100,8 @@ def _shape_calculator(operator):
         operator.outputs[1].type = FloatTensorType([rows, len(estimator.classes_)])
     elif kind == "regressor":
         operator.outputs[0].type = tensor([rows, estimator.n_outputs_])
+    elif isinstance(estimator, QuantileTransformer):  # one column per fitted column
+        operator.outputs[0].type = tensor([rows, estimator.quantiles_.shape[1]])
     else:
         operator.outputs[0].type = tensor([rows, estimator._output_width()])
 
@@ -229,42 +234,17 @@ def _converter(scope, operator, container):
                        name=scope.get_unique_operator_name(f"{prefix}Cast"))
 
 
-def _quantile_shape(operator):
-    """A ``QuantileTransformer``'s output: one column per fitted column, float32 or 64."""
-    from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
-
-    tensor = DoubleTensorType if _double_input(operator) else FloatTensorType
-    operator.outputs[0].type = tensor([operator.inputs[0].get_first_dimension(),
-                                       operator.raw_operator.quantiles_.shape[1]])
-
-
-def _quantile_converter(scope, operator, container):
-    """``QuantileTransformer`` as :class:`~._quantile_graph.QuantileMap` computes it."""
-    from onnx import TensorProto
-
-    transformer = operator.raw_operator
-    double = _double_input(operator)
-    graph = _export_module(QuantileMap(transformer).eval(), transformer.n_features_in_,
-                           np.float64 if double else np.float32, container.target_opset,
-                           ["Y"]).graph
-    renamed = _splice(scope, operator, container, graph,
-                      TensorProto.DOUBLE if double else TensorProto.FLOAT)
-    container.add_node("Identity", [renamed("Y")], [operator.outputs[0].full_name],
-                       name=scope.get_unique_operator_name(f"{operator.full_name}_Identity"))
-
-
 def register_onnx_converters():
     """Register skl2onnx converters for the library's estimators and ``QuantileTransformer``.
 
     ``skl2onnx.to_onnx`` then converts them inside any ``Pipeline``. Idempotent.
     """
     from skl2onnx import update_registered_converter
-    from sklearn.preprocessing import QuantileTransformer
 
     from ._persistence import _LOADABLE
 
     update_registered_converter(QuantileTransformer, "SklearnQuantileTransformer",
-                                _quantile_shape, _quantile_converter)
+                                _shape_calculator, _converter)
 
     for name, cls in _LOADABLE.items():
         if name == "FrozenEstimator":  # to_onnx converts the estimator it wraps
