@@ -36,12 +36,10 @@ def serving_module(estimator):
     scaled = _serving.Scaled(center, scale,
                              fills_missing=not estimator._table_input.fitted_with_missing)
     network = copy.deepcopy(estimator.network_).cpu().eval()
-    kind = _kind(estimator)
-    if kind == "transformer":
+    if _kind(estimator) == "transformer":
         # with passthrough=True, transform's [filled input, indicators, balanced embedding]
-        return _serving.Transformer(scaled, _head_input(estimator, network)).eval()
-    module = _serving.Classifier if kind == "classifier" else _serving.Regressor
-    return module(scaled, network, estimator._prediction_head()).eval()
+        return _serving.Prediction(scaled, _head_input(estimator, network)).eval()
+    return _serving.Prediction(scaled, network, estimator._prediction_head()).eval()
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ._table import MAX_DEVIATION
+from .heads._prediction import ClassifierHead
 
 
 class Scaled(nn.Module):
@@ -28,36 +29,21 @@ class Scaled(nn.Module):
         return rows
 
 
-class Classifier(nn.Module):
-    """Rows -> (logits, probabilities), through ``heads.ClassifierHead``."""
+class Prediction(nn.Module):
+    """Rows -> ``transform``'s output (float32) without ``head``; through
+    ``heads.RegressorHead``, targets in their units (float64); through
+    ``heads.ClassifierHead``, (logits, probabilities)."""
 
-    def __init__(self, scaled, network, head):
+    def __init__(self, scaled, network, head=None):
         super().__init__()
         self.scaled, self.network, self.head = scaled, network, head
 
     def forward(self, x):
         rows = self.scaled(x)
-        logits = self.head(self.network(rows), rows)
+        outputs = self.network(rows)
+        if self.head is None:
+            return outputs
+        if not isinstance(self.head, ClassifierHead):
+            return self.head(outputs)
+        logits = self.head(outputs, rows)
         return logits, torch.softmax(logits, dim=1)
-
-
-class Regressor(nn.Module):
-    """Rows -> targets in their units (float64), through ``heads.RegressorHead``."""
-
-    def __init__(self, scaled, network, head):
-        super().__init__()
-        self.scaled, self.network, self.head = scaled, network, head
-
-    def forward(self, x):
-        return self.head(self.network(self.scaled(x)))
-
-
-class Transformer(nn.Module):
-    """Rows -> ``transform``'s output (float32)."""
-
-    def __init__(self, scaled, network):
-        super().__init__()
-        self.scaled, self.network = scaled, network
-
-    def forward(self, x):
-        return self.network(self.scaled(x))
