@@ -104,9 +104,10 @@ def _shape_calculator(operator):
         operator.outputs[0].type = tensor([rows, estimator._output_width()])
 
 
-def _node(scope, container, prefix, op_type, inputs, **attributes):
-    """Add one node to ``container``; the name of its (one) output."""
-    output = scope.get_unique_variable_name(f"{prefix}{op_type.lower()}")
+def _node(scope, container, prefix, op_type, inputs, output=None, **attributes):
+    """Add one node to ``container``; the name of its (one) output, a new one unless given."""
+    if output is None:
+        output = scope.get_unique_variable_name(f"{prefix}{op_type.lower()}")
     container.add_node(op_type, inputs, [output],
                        name=scope.get_unique_operator_name(f"{prefix}{op_type}"), **attributes)
     return output
@@ -152,11 +153,9 @@ def _one_hot(scope, container, prefix, column, is_string, categories):
 
     indices = np.arange(len(categories))
     if is_string:
-        codes = scope.get_unique_variable_name(f"{prefix}codes")
-        container.add_node("LabelEncoder", [column], [codes], op_domain="ai.onnx.ml",
-                           op_version=2, keys_strings=[str(c) for c in categories],
-                           values_int64s=indices.tolist(), default_int64=-1,
-                           name=scope.get_unique_operator_name(f"{prefix}LabelEncoder"))
+        codes = _node(scope, container, prefix, "LabelEncoder", [column], op_domain="ai.onnx.ml",
+                      op_version=2, keys_strings=[str(c) for c in categories],
+                      values_int64s=indices.tolist(), default_int64=-1)
         reference = _constant(scope, container, prefix, TensorProto.INT64,
                               [1, len(categories)], indices.tolist())
         return _node(scope, container, prefix, "Equal", [codes, reference])
@@ -205,31 +204,22 @@ def _converter(scope, operator, container):
     outputs = [o.full_name for o in operator.outputs]
     kind = _kind(estimator)
     if kind == "classifier":
-        container.add_node("Identity", [result], [outputs[1]],
-                           name=scope.get_unique_operator_name(f"{prefix}Identity"))
-        index = scope.get_unique_variable_name(f"{prefix}argmax")
+        _node(scope, container, prefix, "Identity", [result], output=outputs[1])
         # predict's argmax of the logits (the softmax can round two of them equal)
-        container.add_node("ArgMax", [renamed("L")], [index], axis=1, keepdims=0,
-                           name=scope.get_unique_operator_name(f"{prefix}ArgMax"))
-        classes = scope.get_unique_variable_name(f"{prefix}classes")
+        index = _node(scope, container, prefix, "ArgMax", [renamed("L")], axis=1, keepdims=0)
         labels = estimator.classes_
         if _integer_labels(labels):
-            container.add_initializer(classes, TensorProto.INT64, [len(labels)],
-                                      labels.astype(np.int64).tolist())
+            classes = _constant(scope, container, prefix, TensorProto.INT64, [len(labels)],
+                                labels.astype(np.int64).tolist())
         else:
-            container.add_initializer(classes, TensorProto.STRING, [len(labels)],
-                                      [str(label).encode() for label in labels])
-        picked = scope.get_unique_variable_name(f"{prefix}picked")
-        container.add_node("ArrayFeatureExtractor", [classes, index], [picked],
-                           op_domain="ai.onnx.ml",
-                           name=scope.get_unique_operator_name(f"{prefix}Labels"))
-        flat = scope.get_unique_variable_name(f"{prefix}flat")
-        container.add_initializer(flat, TensorProto.INT64, [1], [-1])
-        container.add_node("Reshape", [picked, flat], [outputs[0]],
-                           name=scope.get_unique_operator_name(f"{prefix}Reshape"))
+            classes = _constant(scope, container, prefix, TensorProto.STRING, [len(labels)],
+                                [str(label).encode() for label in labels])
+        picked = _node(scope, container, prefix, "ArrayFeatureExtractor", [classes, index],
+                       op_domain="ai.onnx.ml")
+        flat = _constant(scope, container, prefix, TensorProto.INT64, [1], [-1])
+        _node(scope, container, prefix, "Reshape", [picked, flat], output=outputs[0])
         return
-    container.add_node("Cast", [result], [outputs[0]], to=to,
-                       name=scope.get_unique_operator_name(f"{prefix}Cast"))
+    _node(scope, container, prefix, "Cast", [result], output=outputs[0], to=to)
 
 
 def register_onnx_converters():
