@@ -37,8 +37,9 @@ class Refused(ValueError):
 
 
 def _require(condition, field, message):
+    """Refuse ``field`` (the top where empty) unless ``condition``."""
     if not condition:
-        raise Refused(field, message)
+        raise Refused(field or "the top", message)
 
 
 def _refuse_first(names, field, describe):

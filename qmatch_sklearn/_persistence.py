@@ -16,6 +16,7 @@ from skorch.history import History
 from ._device import resolve_device
 from ._file_schema import (
     Refused,
+    _require,
     check_attributes,
     check_weights,
     checked_params,
@@ -184,7 +185,10 @@ class _Writer:
                 and value.size >= TENSOR_MIN_SIZE):
             self.tensors[path] = np.ascontiguousarray(value)
             return {"__type__": "tensor", "name": path}
-        if isinstance(value, np.ndarray) and _is_json_array(value):
+        # arrays of numbers, booleans or strings (str dtype, or object dtype holding str)
+        if isinstance(value, np.ndarray) and (
+                value.dtype.kind in NUMERIC_KINDS + "U"
+                or (value.dtype == object and all(isinstance(item, str) for item in value.flat))):
             return {
                 "__type__": "array",
                 "dtype": value.dtype.str,
@@ -224,31 +228,15 @@ def _is_scalar_key(key):
         isinstance(key, np.generic) and key.dtype.kind in NUMERIC_KINDS)
 
 
-def _is_number(item):
-    return isinstance(item, (int, float)) and not isinstance(item, bool)
-
-
 #: What an item of a JSON array may be, by the array's dtype kind.
 _ITEM_KINDS = {
     "b": lambda item: isinstance(item, bool),
     "i": lambda item: isinstance(item, int) and not isinstance(item, bool),
     "u": lambda item: isinstance(item, int) and not isinstance(item, bool) and item >= 0,
-    "f": _is_number,
+    "f": lambda item: isinstance(item, (int, float)) and not isinstance(item, bool),
     "U": lambda item: isinstance(item, str),
     "O": lambda item: isinstance(item, str),
 }
-
-
-def _expect(condition, path, message):
-    if not condition:
-        raise Refused(path or "the top", message)
-
-
-def _is_json_array(array):
-    """Arrays of numbers, booleans or strings (str dtype, or object dtype holding str)."""
-    if array.dtype.kind in NUMERIC_KINDS + "U":
-        return True
-    return array.dtype == object and all(isinstance(item, str) for item in array.flat)
 
 
 class _Reader:
@@ -264,17 +252,16 @@ class _Reader:
         def field(name):
             return _join(path, name)
 
-        _expect(isinstance(node, dict) and set(node) == {"__type__", "class", "params",
-                                                         "attributes"}
-                and isinstance(node["params"], dict) and isinstance(node["attributes"], dict),
-                path, "an estimator entry holds __type__, class, params and attributes.")
-        classes = _LOADABLE
-        cls = classes.get(node["class"]) if isinstance(node["class"], str) else None
+        _require(isinstance(node, dict) and set(node) == {"__type__", "class", "params",
+                                                          "attributes"}
+                 and isinstance(node["params"], dict) and isinstance(node["attributes"], dict),
+                 path, "an estimator entry holds __type__, class, params and attributes.")
+        cls = _LOADABLE.get(node["class"]) if isinstance(node["class"], str) else None
         if cls is None:
             raise Refused(
                 path or "the top",
                 f"refusing to load class {node['class']!r}: qmatch_sklearn.load rebuilds "
-                f"only {', '.join(sorted(classes))}.",
+                f"only {', '.join(sorted(_LOADABLE))}.",
             )
         params = checked_params(
             cls, {key: self.value(value, field(key)) for key, value in node["params"].items()},
@@ -286,7 +273,7 @@ class _Reader:
             check_attributes(cls, params, attributes, field)
             if "network_" in attributes:
                 weights = attributes["network_"]
-                _expect(isinstance(weights, dict), field("network_"), "network_ must be weights.")
+                _require(isinstance(weights, dict), field("network_"), "network_ must be weights.")
                 check_weights(cls, params, attributes, weights, field)
         except Refused:
             raise
@@ -318,7 +305,7 @@ class _Reader:
 
     def _typed_value(self, kind, node, path):
         if kind == "same_estimator":
-            _expect(node["path"] in self._built, path, "it names no estimator read before.")
+            _require(node["path"] in self._built, path, "it names no estimator read before.")
             return self._built[node["path"]]
         if kind == "weights":
             return {key: self._tensor(name, _join(path, key))
@@ -326,34 +313,34 @@ class _Reader:
         if kind == "tuple":
             return tuple(self.value(item, _join(path, i)) for i, item in enumerate(node["items"]))
         if kind == "dict":
-            _expect(isinstance(node["items"], dict), path, "a dict entry holds items.")
+            _require(isinstance(node["items"], dict), path, "a dict entry holds items.")
             return {key: self.value(item, _join(path, key)) for key, item in node["items"].items()}
         if kind == "mapping":
             pairs = node["items"]
-            _expect(isinstance(pairs, list) and all(
+            _require(isinstance(pairs, list) and all(
                 isinstance(pair, list) and len(pair) == 2 for pair in pairs), path,
                 "a mapping entry holds [key, value] pairs.")
             keys = [self.value(key, _join(path, i)) for i, (key, _) in enumerate(pairs)]
-            _expect(all(map(_is_scalar_key, keys)), path,
-                    "a mapping's keys are numbers, booleans or strings.")
+            _require(all(map(_is_scalar_key, keys)), path,
+                     "a mapping's keys are numbers, booleans or strings.")
             return {key: self.value(item, _join(path, i))
                     for i, (key, (_, item)) in enumerate(zip(keys, pairs, strict=True))}
         if kind == "tensor":
             return self._tensor(node["name"], path)
         if kind == "array":
             dtype = np.dtype(node["dtype"])
-            _expect(dtype.kind in _ITEM_KINDS, path, f"arrays of {dtype} are not read.")
+            _require(dtype.kind in _ITEM_KINDS, path, f"arrays of {dtype} are not read.")
             items = node["items"]
-            _expect(isinstance(items, list) and all(map(_ITEM_KINDS[dtype.kind], items)), path,
-                    f"an array of {dtype} holds items of another kind.")
+            _require(isinstance(items, list) and all(map(_ITEM_KINDS[dtype.kind], items)), path,
+                     f"an array of {dtype} holds items of another kind.")
             shape = tuple(node["shape"])
-            _expect(all(isinstance(n, int) and n >= 0 for n in shape)
-                    and int(np.prod(shape)) == len(node["items"]), path,
-                    f"shape {list(shape)} does not hold its {len(node['items'])} items.")
+            _require(all(isinstance(n, int) and n >= 0 for n in shape)
+                     and int(np.prod(shape)) == len(node["items"]), path,
+                     f"shape {list(shape)} does not hold its {len(node['items'])} items.")
             return np.array(node["items"], dtype=dtype).reshape(shape)
         if kind == "scalar":
             dtype = np.dtype(node["dtype"])
-            _expect(dtype.kind in NUMERIC_KINDS, path, f"scalars of {dtype} are not read.")
+            _require(dtype.kind in NUMERIC_KINDS, path, f"scalars of {dtype} are not read.")
             return dtype.type(node["value"])
         if kind == "RandomState":
             random_state = np.random.RandomState()
@@ -362,8 +349,8 @@ class _Reader:
         raise Refused(path, f"unknown entry {kind!r}.")
 
     def _tensor(self, name, path):
-        _expect(isinstance(name, str) and name in self.tensors, path,
-                f"the file holds no tensor {name!r}.")
+        _require(isinstance(name, str) and name in self.tensors, path,
+                 f"the file holds no tensor {name!r}.")
         return self.tensors[name]
 
 
@@ -476,17 +463,17 @@ def load(path):
         ) from error
     try:
         document = json.loads(metadata.get("document", ""))
-        _expect(isinstance(document, dict)
-                and set(document) == {"format_version", "qmatch_sklearn_version", "estimator"},
-                "", "the document holds format_version, qmatch_sklearn_version and estimator.")
+        _require(isinstance(document, dict)
+                 and set(document) == {"format_version", "qmatch_sklearn_version", "estimator"},
+                 "", "the document holds format_version, qmatch_sklearn_version and estimator.")
         if document["format_version"] != FORMAT_VERSION:
             raise Refused(
                 "format_version",
                 f"format version {document['format_version']!r}; this qmatch_sklearn "
                 f"({__version__}) reads version {FORMAT_VERSION}.",
             )
-        _expect(isinstance(document["qmatch_sklearn_version"], str), "qmatch_sklearn_version",
-                "the version is a string.")
+        _require(isinstance(document["qmatch_sklearn_version"], str), "qmatch_sklearn_version",
+                 "the version is a string.")
         reader = _Reader(tensors, document["qmatch_sklearn_version"])
         return reader.estimator(document["estimator"], "")
     except json.JSONDecodeError as error:
