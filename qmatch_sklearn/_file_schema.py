@@ -49,13 +49,10 @@ def _refuse_first(names, field, describe):
         raise Refused(field(name), describe(name))
 
 
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
 def _count(state, name, field, minimum=0):
     value = state[name]
-    _require(_is_int(value) and value >= minimum, field,
+    _require(isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+             and value >= minimum, field,
              f"{name} must be an integer of at least {minimum}, got {value!r}.")
     return int(value)
 
@@ -154,14 +151,6 @@ def _check_training(state, field):
              f"precision_ must be one of {PRECISIONS[:-1]}, got {state['precision_']!r}.")
 
 
-def _check_trees(state, field, n_inputs, n_classes):
-    if state["boosted_trees_"] is not None:
-        try:
-            check_trees(state["boosted_trees_"], n_inputs, n_classes)
-        except ValueError as error:
-            raise Refused(field, str(error)) from None
-
-
 def _check_head(state, field):
     _flag(state, "frozen_encoder_", field("frozen_encoder_"))
     _flag(state, "_shares_encoder_network", field("_shares_encoder_network"))
@@ -187,7 +176,11 @@ def _check_head(state, field):
         _number(state, "boosting_weight_", field("boosting_weight_"), 0.0, 1.0)
         _number(state, "boosting_temperature_", field("boosting_temperature_"), 1e-6, 1e6)
         n_inputs = TableInput.from_state(state["_table_input"]).n_inputs
-        _check_trees(state, field("boosted_trees_"), n_inputs, len(classes))
+        if state["boosted_trees_"] is not None:
+            try:
+                check_trees(state["boosted_trees_"], n_inputs, len(classes))
+            except ValueError as error:
+                raise Refused(field("boosted_trees_"), str(error)) from None
     if "n_outputs_" in state:
         n_outputs = _count(state, "n_outputs_", field("n_outputs_"), minimum=1)
         for name in ("target_mean_", "target_scale_"):
@@ -298,9 +291,7 @@ def check_attributes(cls, params, attributes, field):
                  and set(state["_partial_params"]) <= set(params), field("_partial_params"),
                  "_partial_params must hold parameters of the estimator.")
     if "frozen_encoder_" in allowed:
-        needed = ({"frozen_encoder_", "_shares_encoder_network", "head_", "embedding_weight_",
-                   "encoder_", "max_time_reached_"} | _CLASSIFIER | _REGRESSOR) & allowed
-        _refuse_first(needed - set(attributes), field, needs)
+        _refuse_first(allowed - _COMMON - set(attributes), field, needs)
         _check_head(state, field)
     else:
         _check_encoder(state, params, field)
@@ -324,11 +315,10 @@ def check_weights(cls, params, attributes, tensors, field):
     except (ValueError, TypeError, IndexError, KeyError, RuntimeError) as error:
         raise Refused(field("network_"), f"its parameters describe no network ({error}).") \
             from None
-    names = sorted(set(expected) ^ set(tensors))
-    _require(not names, field(f"network_.{names[0]}") if names else "",
-             f"the network has {'no' if names and names[0] in tensors else 'a'} tensor "
-             f"{names[0] if names else ''!r} that the file "
-             f"{'holds' if names and names[0] in tensors else 'lacks'}.")
+    _refuse_first(set(expected) ^ set(tensors), lambda name: field(f"network_.{name}"),
+                  lambda name: f"the network has {'no' if name in tensors else 'a'} tensor "
+                               f"{name!r} that the file "
+                               f"{'holds' if name in tensors else 'lacks'}.")
     for name, tensor in expected.items():
         array = tensors[name]
         # save writes a 0-d tensor (a batch norm's step count) with shape (1,)
