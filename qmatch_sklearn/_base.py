@@ -307,9 +307,7 @@ class BasePretextEncoder(
     def transform(self, X):
         """Embed rows with the pretrained encoder.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------

@@ -228,9 +228,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
         With a boosted member (``boosting_weight_`` > 0) the logits are the logs of the mixed
         probabilities: their softmax is ``predict_proba`` either way.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------
@@ -244,9 +242,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def predict_proba(self, X):
         """Estimate the class probabilities, softmax of the logits.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------
@@ -260,9 +256,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
 
         Finite where ``predict_proba`` underflows to 0.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------
@@ -274,9 +268,7 @@ class BaseHeadClassifier(ClassifierMixin, BaseHeadEstimator):
     def predict(self, X):
         """Predict the most probable class of each row.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------

@@ -358,7 +358,9 @@ target_min_, target_max_ : ndarray of shape (n_outputs,)
     The lowest and highest value of each target over the labeled rows of ``y`` that weigh
     more than 0 (not ``y_val``); with ``clip_predictions``, ``predict`` stays within them.
 """,
-    "X_rows": """\
+    "X_parameters": """\
+Parameters
+----------
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Rows preprocessed like those passed to ``fit``.
 """,

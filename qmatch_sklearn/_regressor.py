@@ -229,9 +229,7 @@ class BaseHeadRegressor(RegressorMixin, BaseHeadEstimator):
     def predict(self, X):
         """Predict the targets of each row.
 
-        Parameters
-        ----------
-        %(X_rows)s
+        %(X_parameters)s
 
         Returns
         -------
