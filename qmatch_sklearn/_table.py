@@ -489,11 +489,10 @@ def apply_scaling(X, center, scale):
 
 # Missing values: the missing-value layer's fit, and the rows it makes.
 
-#: Rows per block where X is scanned for NaN, and read for the input statistics
-#: (:func:`input_statistics`, where a CSR block stays sparse).
+#: Rows per block where X is read in blocks: the scans for missing values, and the input
+#: statistics (:func:`input_statistics`, where a CSR block stays sparse).
 SCAN_ROWS = 8192
-#: Most bytes of a float64 row block (:func:`dense_blocks`): the numeric map, the missing-value
-#: layer and its informative-missingness test.
+#: Most bytes of a float64 row block in the informative-missingness test.
 SCAN_BYTES = 32 * 2**20
 #: Significance of :func:`informative_missingness`, before the Bonferroni correction.
 INDICATOR_ALPHA = 0.01
@@ -503,15 +502,24 @@ MAX_INDICATOR_TEST = 10**7
 
 def missing_values_layer(X, describe=None):
     """The :class:`MissingValues` layer fitted on ``X``, or None; refuses all-NaN columns."""
-    if not has_missing(X):
-        return None
-    # in row blocks: a boolean mask of the whole X would add a quarter of its size
-    missing = np.zeros(X.shape[1], dtype=np.int64)
-    sums = np.zeros(X.shape[1])
-    for block in dense_blocks(X):
-        isnan = np.isnan(block)
-        missing += isnan.sum(axis=0)
-        sums += np.where(isnan, 0.0, block).sum(axis=0)
+    if sp.issparse(X):
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+        np.add.at(missing, X.indices[np.isnan(X.data)], 1)
+        if not missing.any():
+            return None
+        sums = np.asarray(sp.csr_matrix((np.nan_to_num(X.data), X.indices, X.indptr),
+                                        shape=X.shape).sum(axis=0), dtype=np.float64).ravel()
+    else:
+        # in row blocks: a boolean mask of the whole X would add a quarter of its size
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+        sums = np.zeros(X.shape[1], dtype=np.float64)
+        for start in range(0, X.shape[0], SCAN_ROWS):
+            block = X[start : start + SCAN_ROWS]
+            isnan = np.isnan(block)
+            missing += isnan.sum(axis=0)
+            sums += np.where(isnan, 0.0, block).sum(axis=0, dtype=np.float64)
+        if not missing.any():
+            return None
     empty = np.flatnonzero(missing == X.shape[0])
     if len(empty):
         raise ValueError(
