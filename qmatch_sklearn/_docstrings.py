@@ -412,10 +412,12 @@ def entry(key):
 
 def fill_doc(cls):
     """Class decorator: every placeholder line of ``cls.__doc__``, and of the docstrings of
-    the functions its body defines, replaced by its entries (nothing to fill under
-    ``python -OO``, which drops docstrings)."""
-    for documented in (cls, *filter(inspect.isfunction, vars(cls).values())):
-        if documented.__doc__:
-            documented.__doc__ = _PLACEHOLDER.sub(
-                lambda match: indent(entry(match[2]), match[1]), documented.__doc__)
+    the methods (static and class methods too) and properties its body defines, replaced by
+    its entries (nothing to fill under ``python -OO``, which drops docstrings)."""
+    for member in (cls, *vars(cls).values()):
+        member = getattr(member, "__func__", member)  # a static or class method's function
+        documented = member is cls or inspect.isfunction(member) or isinstance(member, property)
+        if documented and member.__doc__:
+            member.__doc__ = _PLACEHOLDER.sub(lambda match: indent(entry(match[2]), match[1]),
+                                              member.__doc__)
     return cls

@@ -115,10 +115,13 @@ def _signature_defaults(cls):
 def test_every_shared_entry_is_filled_in_and_used():
     reached = set()
     for cls in ESTIMATORS:
-        for name, member in [(cls.__name__, cls), *inspect.getmembers(cls, inspect.isfunction)]:
-            assert "%(" not in (member.__doc__ or ""), f"{cls.__name__}.{name}: a placeholder"
+        assert "%(" not in cls.__doc__, f"{cls.__name__} has an unfilled placeholder"
         for klass in cls.__mro__:
             if klass.__module__.startswith("qmatch_sklearn"):
+                # methods, static and class methods, properties: what fill_doc fills
+                for name, member in vars(klass).items():
+                    doc = getattr(getattr(member, "__func__", member), "__doc__", None)
+                    assert "%(" not in (doc or ""), f"{klass.__name__}.{name}: a placeholder"
                 for placeholder in _PLACEHOLDER.finditer(inspect.getsource(klass)):
                     reached.update(keys(placeholder[2]))
     assert set(ENTRIES) | set(GROUPS) == reached, "an entry of _docstrings.py is used nowhere"
@@ -133,10 +136,26 @@ def test_fill_doc_indents_entries_as_the_placeholder():
         %(verbose)s
         """
 
+        @classmethod
+        def build(cls, X):
+            """Summary.
+
+            %(X_parameters)s
+            """
+
+        @property
+        def width(self):
+            """Width.
+
+            %(verbose)s
+            """
+
     text = fill_doc(Documented).__doc__
     entry = ENTRIES["verbose"].splitlines()
     assert f"        {entry[0]}\n        {entry[1]}\n" in text
     assert ClassDoc(Documented)["Parameters"][0].name == "verbose"
+    assert ENTRIES["X_parameters"].splitlines()[2] in Documented.build.__doc__
+    assert f"            {entry[0]}\n" in Documented.width.__doc__
 
 
 def test_every_estimator_writes_its_own_init():
