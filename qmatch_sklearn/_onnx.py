@@ -36,10 +36,12 @@ def serving_module(estimator):
     scaled = _serving.Scaled(center, scale,
                              fills_missing=not estimator._table_input.fitted_with_missing)
     network = copy.deepcopy(estimator.network_).cpu().eval()
-    if _kind(estimator) == "transformer":
+    kind = _kind(estimator)
+    if kind == "transformer":
         # with passthrough=True, transform's [filled input, indicators, balanced embedding]
-        return _serving.Prediction(scaled, _head_input(estimator, network)).eval()
-    return _serving.Prediction(scaled, network, estimator._prediction_head()).eval()
+        return _serving.Transformer(scaled, _head_input(estimator, network)).eval()
+    module = _serving.Classifier if kind == "classifier" else _serving.Regressor
+    return module(scaled, network, estimator._prediction_head()).eval()
 
 
 def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
@@ -49,8 +51,8 @@ def export_graph(estimator, dtype=np.float32, opset=MIN_OPSET):
     if opset < MIN_OPSET:
         raise ValueError(f"torch exports ONNX opset {MIN_OPSET} or later; the target opset "
                          f"is {opset}. Pass target_opset={MIN_OPSET} or more.")
-    table = getattr(estimator, "_table_input", None)
-    n_inputs = estimator.n_features_in_ if table is None else table.n_inputs
+    n_inputs = (estimator.n_features_in_ if isinstance(estimator, QuantileTransformer)
+                else estimator._table_input.n_inputs)
     sample = torch.from_numpy(np.zeros((2, n_inputs), dtype=dtype))
     rows = torch.export.Dim("rows")
     program = torch.onnx.export(

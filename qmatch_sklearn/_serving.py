@@ -9,7 +9,6 @@ import torch
 from torch import nn
 
 from ._table import MAX_DEVIATION
-from .heads._prediction import ClassifierHead
 
 
 class Scaled(nn.Module):
@@ -29,21 +28,33 @@ class Scaled(nn.Module):
         return rows
 
 
-class Prediction(nn.Module):
-    """Rows -> ``transform``'s output (float32) without ``head``; through
-    ``heads.RegressorHead``, targets in their units (float64); through
-    ``heads.ClassifierHead``, (logits, probabilities)."""
+class Transformer(nn.Module):
+    """Rows -> ``transform``'s output (float32)."""
 
-    def __init__(self, scaled, network, head=None):
+    def __init__(self, scaled, network):
         super().__init__()
-        self.scaled, self.network, self.head = scaled, network, head
+        self.scaled, self.network = scaled, network
+
+    def forward(self, x):
+        return self.network(self.scaled(x))
+
+
+class Regressor(Transformer):
+    """Rows -> targets in their units (float64), through ``heads.RegressorHead``."""
+
+    def __init__(self, scaled, network, head):
+        super().__init__(scaled, network)
+        self.head = head
+
+    def forward(self, x):
+        return self.head(super().forward(x))
+
+
+class Classifier(Regressor):
+    """Rows -> (logits, probabilities), through ``heads.ClassifierHead``, which reads the
+    rows too (its boosted member's trees)."""
 
     def forward(self, x):
         rows = self.scaled(x)
-        outputs = self.network(rows)
-        if self.head is None:
-            return outputs
-        if not isinstance(self.head, ClassifierHead):
-            return self.head(outputs)
-        logits = self.head(outputs, rows)
+        logits = self.head(self.network(rows), rows)
         return logits, torch.softmax(logits, dim=1)
