@@ -29,17 +29,17 @@ HEADS = ("logistic", "ridge", "linear", "fine-tuned")
 
 
 class Refused(ValueError):
-    """A field of a file that ``load`` will not build an estimator from."""
+    """A field of a file that ``load`` will not build an estimator from (an empty field: the
+    document's top)."""
 
     def __init__(self, field, message):
         super().__init__(message)
-        self.field = field
+        self.field = field or "the top"
 
 
 def _require(condition, field, message):
-    """Refuse ``field`` (the top where empty) unless ``condition``."""
     if not condition:
-        raise Refused(field or "the top", message)
+        raise Refused(field, message)
 
 
 def _refuse_first(names, field, describe):

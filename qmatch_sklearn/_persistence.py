@@ -259,7 +259,7 @@ class _Reader:
         cls = _LOADABLE.get(node["class"]) if isinstance(node["class"], str) else None
         if cls is None:
             raise Refused(
-                path or "the top",
+                path,
                 f"refusing to load class {node['class']!r}: qmatch_sklearn.load rebuilds "
                 f"only {', '.join(sorted(_LOADABLE))}.",
             )
@@ -278,7 +278,7 @@ class _Reader:
         except Refused:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
-            raise Refused(path or "the top", f"{type(error).__name__}: {error}") from None
+            raise Refused(path, f"{type(error).__name__}: {error}") from None
         state = {**params, **attributes}
         if issubclass(cls, PersistenceMixin):
             state[VERSION_KEY] = self.version
