@@ -513,8 +513,7 @@ def missing_values_layer(X, describe=None):
         # in row blocks: a boolean mask of the whole X would add a quarter of its size
         missing = np.zeros(X.shape[1], dtype=np.int64)
         sums = np.zeros(X.shape[1], dtype=np.float64)
-        for start in range(0, X.shape[0], SCAN_ROWS):
-            block = X[start : start + SCAN_ROWS]
+        for block in row_blocks(X):
             isnan = np.isnan(block)
             missing += isnan.sum(axis=0)
             sums += np.where(isnan, 0.0, block).sum(axis=0, dtype=np.float64)
@@ -535,11 +534,16 @@ def missing_values_layer(X, describe=None):
     return layer
 
 
+def row_blocks(X, rows=None):
+    """Consecutive blocks of at most ``rows`` (default :data:`SCAN_ROWS`) rows of dense or CSR
+    ``X`` (slices, not copies, of dense ``X``)."""
+    rows = SCAN_ROWS if rows is None else rows
+    return (X[start : start + rows] for start in range(0, X.shape[0], rows))
+
+
 def dense_blocks(X):
     """Row blocks of dense or CSR ``X`` as dense float64 arrays of at most ``SCAN_BYTES``."""
-    rows = max(1, SCAN_BYTES // (8 * max(1, X.shape[1])))
-    for start in range(0, X.shape[0], rows):
-        block = X[start : start + rows]
+    for block in row_blocks(X, max(1, SCAN_BYTES // (8 * max(1, X.shape[1])))):
         yield np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
 
 
@@ -603,8 +607,7 @@ def has_missing(X):
     """Whether ``X`` (dense or CSR) has a missing value (NaN), scanned in row blocks."""
     if sp.issparse(X):
         return bool(np.isnan(X.data).any())
-    return any(np.isnan(X[start : start + SCAN_ROWS]).any()
-               for start in range(0, X.shape[0], SCAN_ROWS))
+    return any(np.isnan(block).any() for block in row_blocks(X))
 
 
 def check_missing_columns(estimator, X, fitted_with_missing):
@@ -634,8 +637,7 @@ def zero_missing(X):
 
 def _blocks(X, missing):
     """The encoder's input rows in float64 blocks of :data:`SCAN_ROWS`."""
-    for start in range(0, X.shape[0], SCAN_ROWS):
-        block = X[start : start + SCAN_ROWS]
+    for block in row_blocks(X):
         if missing is not None:
             block = fill_and_indicate(block, missing)
         yield block.astype(np.float64) if sp.issparse(block) else np.asarray(block, np.float64)
