@@ -219,4 +219,5 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
     )
     # every column observed in a fold's training part is observed in all the rows
     trees = export_trees(*_fit_trees(X, targets, weights, seed))
-    return trees, float(np.exp(best.x)), log_softmax(out_of_fold / np.exp(best.x), axis=1)
+    temperature = float(np.exp(best.x))
+    return trees, temperature, log_softmax(out_of_fold / temperature, axis=1)
