@@ -22,7 +22,7 @@ Both loops are warmed up once on a few batches, then run in pairs, taking turns
 at running first (library then bare, bare then library, ...), until ``--repeats``
 pairs are done; the report gives
 the median samples/s of each (rows trained per second of wall time), the ratio
-library/bare (goal >= 0.9), and the achieved GFLOP/s as a share of a measured
+library/bare (goal >= ``GOAL_RATIO``), and the achieved GFLOP/s as a share of a measured
 float32 ``torch.mm`` peak on the same device (best of one measurement before
 and one after the runs).
 
@@ -81,6 +81,7 @@ from torch import nn
 from qmatch_sklearn import QMatchEncoder, __version__
 
 from . import _bare_qmatch
+from ._harness import cpu_model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COVTYPE_PATH = REPO_ROOT.parent / "shared" / "data" / "covtype" / "covtype.data.gz"
@@ -89,6 +90,8 @@ N_FEATURES = 54
 N_CONTINUOUS = 10
 WARMUP_BATCHES = 8
 RANDOM_STATE = 0
+#: The least library/bare ratio of median samples/s (issue #58: the library costs nothing).
+GOAL_RATIO = 1.0
 
 
 # ----------------------------------------------------------------------------- data
@@ -359,20 +362,10 @@ def matmul_peak(device, min_seconds=1.0):
 # ----------------------------------------------------------------------------- report
 
 
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def device_name(device):
     if str(device).startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
-    return f"CPU: {cpu_name()} ({os.cpu_count()} logical cores)"
+    return f"CPU: {cpu_model()} ({os.cpu_count()} logical cores)"
 
 
 def command_line():
@@ -456,8 +449,8 @@ def markdown(r):
     contended = [i for i, clean in enumerate(r["clean_pairs"]) if not clean]
     lines += [
         "",
-        f"**Ratio library / bare (median samples/s): {r['ratio']:.3f}** (goal >= 0.9: "
-        f"{'met' if r['ratio'] >= 0.9 else 'NOT met'}); per-pair ratios (each pair run back "
+        f"**Ratio library / bare (median samples/s): {r['ratio']:.3f}** (goal >= {GOAL_RATIO}: "
+        f"{'met' if r['ratio'] >= GOAL_RATIO else 'NOT met'}); per-pair ratios (each pair run back "
         f"to back, the loops taking turns at running first, so that a change in the "
         f"machine's speed between pairs and the order within one cancel): "
         + ", ".join(f"{x:.3f}" for x in r["pair_ratios"])
@@ -697,7 +690,7 @@ def main(argv=None):
         "note": args.note,
         "machine": {
             "device_name": device_name(device),
-            "cpu": cpu_name(),
+            "cpu": cpu_model(),
             "logical_cores": os.cpu_count(),
             "platform": platform.platform(),
             "python": platform.python_version(),
