@@ -365,12 +365,18 @@ MISSING_CATEGORY = "\x00missing"
 
 
 def _as_graph_inputs(rows):
-    """``rows`` as the graph reads them (missing categories: :data:`MISSING_CATEGORY`)."""
+    """``rows`` as the graph reads them: numbers of an extension dtype (pandas' nullable
+    ``Int64``, ``boolean``, Arrow-backed) as float64 with NaN for a missing value, as the
+    estimators read them; missing categories as :data:`MISSING_CATEGORY`."""
     if not isinstance(rows, pd.DataFrame):
         return rows
     rows = rows.copy()
     for column in rows.columns:
-        if not pd.api.types.is_numeric_dtype(rows[column]):
+        dtype = rows[column].dtype
+        if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+            if not isinstance(dtype, np.dtype):
+                rows[column] = rows[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
             values = rows[column].astype(object)
             rows[column] = values.where(values.notna(), MISSING_CATEGORY).map(str).astype(object)
     return rows

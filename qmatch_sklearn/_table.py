@@ -23,6 +23,7 @@ by ``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export.
 """
 
 import contextlib
+import datetime
 
 import numpy as np
 import pandas as pd
@@ -133,18 +134,36 @@ def _categorical_dtypes(frame):
     return np.array([_is_categorical_dtype(dtype) for dtype in frame.dtypes])
 
 
+#: What an object column's values may not be: read as categories, every later date, time,
+#: duration or period would be unseen.
+TEMPORAL_TYPES = (datetime.date, datetime.time, datetime.timedelta, pd.Period, np.datetime64,
+                  np.timedelta64)
+
+
+def _temporal_type(column):
+    """The type of an object column's first observed value where it is temporal, else None."""
+    observed = column.notna().to_numpy()
+    first = int(observed.argmax())
+    value = column.iat[first] if len(observed) and observed[first] else None
+    return type(value).__name__ if isinstance(value, TEMPORAL_TYPES) else None
+
+
 def refuse_unreadable_columns(X, mask):
     """Refuse by name the columns, not categorical by ``mask``, neither numeric nor bool (dates,
-    durations): as numbers they are nanoseconds, as categories every later date is unseen."""
+    durations), and the object columns of dates, times, durations or periods: as numbers they
+    are nanoseconds, as categories every later date is unseen."""
     if not isinstance(X, pd.DataFrame):
         return
     if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
         mask = np.zeros(X.shape[1], dtype=bool)
-    unreadable = [
-        f"{X.columns[j]!r} ({dtype})" for j, dtype in enumerate(X.dtypes)
-        if not mask[j] and not (
-            is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype))
-    ]
+    unreadable = []
+    for j, dtype in enumerate(X.dtypes):
+        temporal = _temporal_type(X.iloc[:, j]) if dtype == object else None
+        if temporal is not None:
+            unreadable.append(f"{X.columns[j]!r} (object, of {temporal})")
+        elif not mask[j] and not (
+                is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype)):
+            unreadable.append(f"{X.columns[j]!r} ({dtype})")
     if unreadable:
         raise ValueError(
             f"Column(s) {', '.join(unreadable)} of X are neither numeric nor categorical. "
@@ -712,13 +731,35 @@ FOREIGN_TABLES = ("polars", "pyarrow")
 NO_Y = "no_validation"
 
 
+def _arrow_dictionaries_as_categories(frame):
+    """A pandas DataFrame with its Arrow-backed dictionary columns (``pd.ArrowDtype``) as the
+    pandas categoricals their Arrow form converts to, as a pyarrow table's, in a shallow copy."""
+    columns = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)
+               and str(dtype.pyarrow_dtype).startswith("dictionary<")]
+    if not columns:
+        return frame
+    import pyarrow as pa
+
+    frame = frame.copy(deep=False)
+    for j in columns:
+        categories = pa.array(frame.iloc[:, j].array).to_pandas()
+        frame.isetitem(j, pd.Series(categories.array, index=frame.index))
+    return frame
+
+
 def as_pandas(X):
     """A polars or pyarrow table as the pandas DataFrame its Arrow form converts to, read alike
-    (anything else as it is). A polars ``Categorical`` declares no order, so its categories are
-    sorted as pandas sorts inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
+    (anything else as it is, but a pandas DataFrame's Arrow dictionaries as categoricals). A
+    polars ``Categorical`` declares no order, so its categories are sorted as pandas sorts
+    inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
+    if isinstance(X, pd.DataFrame):
+        return _arrow_dictionaries_as_categories(X)
     library = type(X).__module__.split(".")[0]
-    if library not in FOREIGN_TABLES or not hasattr(X, "to_pandas"):
+    if library not in FOREIGN_TABLES:
         return X
+    if not hasattr(X, "to_pandas"):
+        raise TypeError(f"X is a {library} {type(X).__name__}, which holds no rows yet: pass "
+                        "the table it computes (a polars LazyFrame's X.collect()).")
     if not hasattr(X, "schema"):  # a Series or an Array: one column, refused downstream
         return X.to_pandas()
     import pyarrow as pa

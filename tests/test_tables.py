@@ -152,3 +152,77 @@ def test_a_polars_categorical_reads_as_the_pandas_categorical_it_infers():
     for fitted in (encoder, shuffled):
         assert fitted.categories_[0].tolist() == ["large", "medium", "small"]
     assert enum.categories_[0].tolist() == ["small", "medium", "large"]
+
+
+def test_nullable_and_arrow_backed_numbers_export_to_onnx():
+    """Numbers of an extension dtype (a boolean column with nulls from any library, pandas'
+    Int64 and Float64, Arrow-backed ones) reach the graph as float64 with NaN for a missing
+    value, as the estimators read them."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    import pandas as pd
+
+    from qmatch_sklearn import to_onnx
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60),
+                          "flag": pd.array([True, None, False, True] * 15, dtype="boolean"),
+                          "count": pd.array([None, 1, 2, 3] * 15, dtype="Int64"),
+                          "price": pd.array(rng.normal(size=60), dtype="Float64")})
+    samples = {"pandas": frame, "polars": pl.from_pandas(frame),
+               "arrow-backed pandas": frame.convert_dtypes(dtype_backend="pyarrow")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, table in samples.items():
+            encoder = QMatchEncoder(**tiny_encoder_params()).fit(table)
+            graph = to_onnx(encoder, table[:20])  # its parity check runs
+            types = {i.name: i.type.tensor_type.elem_type for i in graph.graph.input}
+            assert types["flag"] == types["count"] == onnx.TensorProto.DOUBLE, name
+
+
+def test_object_columns_of_dates_or_times_are_refused_by_name():
+    """Dates held as Python objects (pandas' ``.dt.date``, pyarrow's default ``to_pandas``,
+    polars' Time) are refused as their typed columns are, not read as categories that
+    every later date misses."""
+    import datetime
+
+    import pandas as pd
+
+    x = np.linspace(0.0, 1.0, 40)
+    days = [datetime.date(2020, 1, 1 + i % 28) for i in range(40)]
+    first_missing = pd.Series(pd.to_datetime(days)).dt.date
+    first_missing[0] = None
+    tables = {"pandas": pd.DataFrame({"x": x, "day": first_missing}),
+              "pyarrow": pa.table({"x": x, "day": pa.array(days, pa.date32())}).to_pandas(),
+              "polars": pl.DataFrame({"x": x, "day": [datetime.time(i % 24) for i in range(40)]})}
+    for name, table in tables.items():
+        with pytest.raises(ValueError, match=r"'day' \(object, of (date|time)\)"):
+            QMatchEncoder(**tiny_encoder_params()).fit(table)
+        assert name != "pandas" or table["day"].iloc[0] is None  # the user's frame as it was
+
+
+def test_an_arrow_backed_dictionary_reads_as_the_pyarrow_tables_categories():
+    """A pandas column of Arrow dictionary dtype (polars' and pyarrow's ``to_pandas`` with
+    Arrow-backed dtypes) is categorical, with the dictionary's categories, as in the pyarrow
+    table it came from; the user's frame keeps its dtype."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    table = pa.table({"x": rng.normal(size=60),
+                      "s": pa.array(rng.choice(["b", "a", "c"], 60)).dictionary_encode()})
+    frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    before = frame.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = QMatchEncoder(**tiny_encoder_params()).fit(table)
+        encoder = QMatchEncoder(**tiny_encoder_params()).fit(frame)
+        assert encoder.is_categorical_.tolist() == [False, True]
+        np.testing.assert_array_equal(encoder.categories_[0], expected.categories_[0])
+        np.testing.assert_array_equal(encoder.transform(frame), expected.transform(table))
+    pd.testing.assert_frame_equal(frame, before)
+
+
+def test_a_polars_lazyframe_is_refused_with_the_way_out():
+    lazy = pl.DataFrame({"x": np.linspace(0.0, 1.0, 40)}).lazy()
+    with pytest.raises(TypeError, match=r"polars LazyFrame.*X\.collect\(\)"):
+        QMatchEncoder(**tiny_encoder_params()).fit(lazy)
