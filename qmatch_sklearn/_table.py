@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 import torch
-from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_string_dtype
+from pandas.api.types import is_bool_dtype, is_numeric_dtype, is_object_dtype, is_string_dtype
 from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_X_y, validate_data
@@ -158,7 +158,7 @@ def refuse_unreadable_columns(X, mask):
         mask = np.zeros(X.shape[1], dtype=bool)
     unreadable = []
     for j, dtype in enumerate(X.dtypes):
-        temporal = _temporal_type(X.iloc[:, j]) if dtype == object else None
+        temporal = _temporal_type(X.iloc[:, j]) if is_object_dtype(dtype) else None
         if temporal is not None:
             unreadable.append(f"{X.columns[j]!r} (object, of {temporal})")
         elif not mask[j] and not (
