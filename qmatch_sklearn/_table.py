@@ -143,8 +143,7 @@ TEMPORAL_TYPES = (datetime.date, datetime.time, datetime.timedelta, pd.Period, n
 def _temporal_type(column):
     """The type of an object column's first observed value where it is temporal, else None."""
     observed = column.notna().to_numpy()
-    first = int(observed.argmax())
-    value = column.iat[first] if len(observed) and observed[first] else None
+    value = column.iat[int(observed.argmax())] if observed.any() else None
     return type(value).__name__ if isinstance(value, TEMPORAL_TYPES) else None
 
 
