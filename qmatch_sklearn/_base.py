@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._budget import resolve_max_epochs
@@ -229,6 +230,9 @@ class BasePretextEncoder(
         check_two_samples(self, X.shape[0])
         missing = table.fit_missing_values(self, X)
         self._table_input = table
+        if self.passthrough and _get_output_config("transform", self)["dense"] != "default":
+            # a DataFrame output names its columns: a clash is refused before training
+            self._passthrough_names(_check_feature_names_in(self, None))
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
             table.input_widths(),
@@ -347,11 +351,21 @@ class BasePretextEncoder(
             ``passthrough=True`` after the input feature names and ``"missingindicator_<name>"``
             for each feature in ``missing_indicators_``. A repeated name raises a ValueError.
         """
-        embedding_names = super().get_feature_names_out()
+        check_is_fitted(self)
         if not self.passthrough:
-            return embedding_names
+            return self._embedding_names()
         self._embedding_balance()  # names only for columns transform can return
-        input_names = _check_feature_names_in(self, input_features)
+        return self._passthrough_names(_check_feature_names_in(self, input_features))
+
+    def _embedding_names(self):
+        """``"<class name lower-cased><i>"`` for the embedding's columns."""
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self.embedding_dim)], dtype=object)
+
+    def _passthrough_names(self, input_names):
+        """The names of ``transform``'s columns with ``passthrough=True``, from the input's;
+        raises a ValueError where two are alike (a DataFrame output would repeat them)."""
+        embedding_names = self._embedding_names()
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
         names = np.concatenate([self._table_input.input_feature_names(input_names),
                                 np.asarray(indicator_names, dtype=object), embedding_names])

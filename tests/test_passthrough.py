@@ -116,9 +116,24 @@ def test_a_second_passthrough_encoder_in_a_pipeline_is_told_to_drop_passthrough(
         QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)),
         QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)),
     ).set_output(transform="pandas")
-    pipe.fit(pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]))
+    # the second one is refused before it trains: its DataFrame output would repeat names
+    with pytest.raises(ValueError, match=r"'qmatchencoder0'.*give it passthrough=False"):
+        pipe.fit(pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]))
+    assert not hasattr(pipe[-1], "n_epochs_")
+    pipe.set_output(transform="default").fit(X)  # an array output names nothing
     with pytest.raises(ValueError, match=r"'qmatchencoder0'.*give it passthrough=False"):
         pipe.get_feature_names_out()
+
+
+def test_a_name_clash_is_refused_before_training_when_the_output_is_a_frame():
+    """A categorical column's one-hot name clashing with another column ('s' = 'a' beside a
+    column 's_a') is refused before training where the output is a DataFrame."""
+    frame = pd.DataFrame({"s": ["a", "b"] * 30, "s_a": np.linspace(0.0, 1.0, 60)})
+    encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1))
+    with pytest.raises(ValueError, match=r"would name two output columns alike: 's_a'"):
+        encoder.set_output(transform="pandas").fit(frame)
+    assert not hasattr(encoder, "n_epochs_")
+    assert encoder.set_output(transform="default").fit(frame).transform(frame).shape[1] == 11
 
 
 @pytest.mark.parametrize(
