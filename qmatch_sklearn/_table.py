@@ -24,6 +24,7 @@ by ``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export.
 
 import contextlib
 import datetime
+import decimal
 
 import numpy as np
 import pandas as pd
@@ -140,10 +141,15 @@ TEMPORAL_TYPES = (datetime.date, datetime.time, datetime.timedelta, pd.Period, n
                   np.timedelta64)
 
 
+def first_observed(column):
+    """A Series' first value that is not missing, or None."""
+    observed = column.notna().to_numpy()
+    return column.iat[int(observed.argmax())] if observed.any() else None
+
+
 def _temporal_type(column):
     """The type of an object column's first observed value where it is temporal, else None."""
-    observed = column.notna().to_numpy()
-    value = column.iat[int(observed.argmax())] if observed.any() else None
+    value = first_observed(column)
     return type(value).__name__ if isinstance(value, TEMPORAL_TYPES) else None
 
 
@@ -730,29 +736,37 @@ FOREIGN_TABLES = ("polars", "pyarrow")
 NO_Y = "no_validation"
 
 
-def _arrow_dictionaries_as_categories(frame):
-    """A pandas DataFrame with its Arrow-backed dictionary columns (``pd.ArrowDtype``) as the
-    pandas categoricals their Arrow form converts to, as a pyarrow table's, in a shallow copy."""
-    columns = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)
-               and str(dtype.pyarrow_dtype).startswith("dictionary<")]
-    if not columns:
-        return frame
-    import pyarrow as pa
+def _typed_as_arrow(frame):
+    """A pandas DataFrame with the columns its Arrow form types otherwise read as that form
+    reads them, in a shallow copy where one is: an Arrow-backed dictionary (``pd.ArrowDtype``)
+    as the categorical it converts to, an object column of decimals (as ``read_sql`` returns
+    them) as float64, as a pyarrow table's decimals."""
+    typed = {}
+    for j, dtype in enumerate(frame.dtypes):
+        if isinstance(dtype, pd.ArrowDtype) and str(dtype.pyarrow_dtype).startswith("dictionary<"):
+            import pyarrow as pa
 
+            categories = pa.array(frame.iloc[:, j].array).to_pandas()
+            typed[j] = pd.Series(categories.array, index=frame.index)
+        elif is_object_dtype(dtype) and isinstance(first_observed(frame.iloc[:, j]),
+                                                   decimal.Decimal):
+            with contextlib.suppress(TypeError, ValueError):  # not all numbers: as it is
+                typed[j] = frame.iloc[:, j].astype(np.float64)
+    if not typed:
+        return frame
     frame = frame.copy(deep=False)
-    for j in columns:
-        categories = pa.array(frame.iloc[:, j].array).to_pandas()
-        frame.isetitem(j, pd.Series(categories.array, index=frame.index))
+    for j, column in typed.items():
+        frame.isetitem(j, column)
     return frame
 
 
 def as_pandas(X):
     """A polars or pyarrow table as the pandas DataFrame its Arrow form converts to, read alike
-    (anything else as it is, but a pandas DataFrame's Arrow dictionaries as categoricals). A
+    (anything else as it is, but a pandas DataFrame's columns as :func:`_typed_as_arrow`). A
     polars ``Categorical`` declares no order, so its categories are sorted as pandas sorts
     inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
     if isinstance(X, pd.DataFrame):
-        return _arrow_dictionaries_as_categories(X)
+        return _typed_as_arrow(X)
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES:
         return X

@@ -87,7 +87,15 @@ def test_booleans_with_nulls_dates_and_decimals_read_as_pandas_reads_its_own():
                 QMatchEncoder(**params).fit(table)
         prices = [decimal.Decimal(f"{1 + i / 7:.2f}") for i in range(40)]
         decimals = pa.table({"x": frame["x"].tolist(), "price": pa.array(prices)})
-        assert QMatchEncoder(**params).fit(decimals).is_categorical_ is None
+        from_arrow = QMatchEncoder(**params).fit(decimals)
+        assert from_arrow.is_categorical_ is None
+        # a pandas column of Decimal objects (read_sql's NUMERIC) reads as the pyarrow one
+        objects = pd.DataFrame({"x": frame["x"], "price": pd.Series(prices, dtype=object)})
+        np.testing.assert_array_equal(QMatchEncoder(**params).fit(objects).transform(objects),
+                                      from_arrow.transform(decimals))
+        objects.loc[0, "price"] = None  # the first observed value decides
+        assert QMatchEncoder(**params).fit(objects).is_categorical_ is None
+        assert objects["price"].iloc[0] is None  # the user's frame as it was
 
 
 def test_a_model_fitted_on_polars_exports_from_a_polars_sample(readme_table):
