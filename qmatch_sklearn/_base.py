@@ -9,7 +9,6 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._budget import resolve_max_epochs
@@ -230,9 +229,11 @@ class BasePretextEncoder(
         check_two_samples(self, X.shape[0])
         missing = table.fit_missing_values(self, X)
         self._table_input = table
-        if self.passthrough and _get_output_config("transform", self)["dense"] != "default":
-            # a DataFrame output names its columns: a clash is refused before training
-            self._passthrough_names(_check_feature_names_in(self, None))
+        own_output = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
+        if self.passthrough and own_output != "default":
+            # its own DataFrame output (set_output) names its columns: a clash is refused
+            # before training (a classifier reads its encoder's arrays, whatever set_config says)
+            self._passthrough_names(_check_feature_names_in(self, None), self.embedding_dim)
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
             table.input_widths(),
@@ -353,19 +354,21 @@ class BasePretextEncoder(
         """
         check_is_fitted(self)
         if not self.passthrough:
-            return self._embedding_names()
+            return self._embedding_names(self._n_features_out)
         self._embedding_balance()  # names only for columns transform can return
-        return self._passthrough_names(_check_feature_names_in(self, input_features))
+        return self._passthrough_names(_check_feature_names_in(self, input_features),
+                                       self._n_features_out)
 
-    def _embedding_names(self):
-        """``"<class name lower-cased><i>"`` for the embedding's columns."""
+    def _embedding_names(self, width):
+        """``"<class name lower-cased><i>"`` for the embedding's ``width`` columns."""
         prefix = type(self).__name__.lower()
-        return np.asarray([f"{prefix}{i}" for i in range(self.embedding_dim)], dtype=object)
+        return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)
 
-    def _passthrough_names(self, input_names):
-        """The names of ``transform``'s columns with ``passthrough=True``, from the input's;
-        raises a ValueError where two are alike (a DataFrame output would repeat them)."""
-        embedding_names = self._embedding_names()
+    def _passthrough_names(self, input_names, width):
+        """The names of ``transform``'s columns with ``passthrough=True`` and an embedding of
+        ``width``, from the input's; raises a ValueError where two are alike (a DataFrame
+        output would repeat them)."""
+        embedding_names = self._embedding_names(width)
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
         names = np.concatenate([self._table_input.input_feature_names(input_names),
                                 np.asarray(indicator_names, dtype=object), embedding_names])

@@ -373,7 +373,8 @@ def _as_graph_inputs(rows):
     rows = rows.copy()
     for column in rows.columns:
         dtype = rows[column].dtype
-        if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        numeric = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+        if numeric and not isinstance(dtype, pd.CategoricalDtype):
             if not isinstance(dtype, np.dtype):
                 rows[column] = rows[column].to_numpy(dtype=np.float64, na_value=np.nan)
         else:

@@ -24,7 +24,6 @@ by ``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export.
 
 import contextlib
 import datetime
-import decimal
 
 import numpy as np
 import pandas as pd
@@ -141,41 +140,46 @@ TEMPORAL_TYPES = (datetime.date, datetime.time, datetime.timedelta, pd.Period, n
                   np.timedelta64)
 
 
-def first_observed(column):
-    """A Series' first value that is not missing, or None."""
-    observed = column.notna().to_numpy()
-    return column.iat[int(observed.argmax())] if observed.any() else None
-
-
 def _temporal_type(column):
     """The type of an object column's first observed value where it is temporal, else None."""
-    value = first_observed(column)
+    observed = column.notna().to_numpy()
+    value = column.iat[int(observed.argmax())] if observed.any() else None
     return type(value).__name__ if isinstance(value, TEMPORAL_TYPES) else None
 
 
-def refuse_unreadable_columns(X, mask):
-    """Refuse by name the columns, not categorical by ``mask``, neither numeric nor bool (dates,
-    durations), and the object columns of dates, times, durations or periods: as numbers they
-    are nanoseconds, as categories every later date is unseen."""
-    if not isinstance(X, pd.DataFrame):
-        return
-    if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
-        mask = np.zeros(X.shape[1], dtype=bool)
-    unreadable = []
-    for j, dtype in enumerate(X.dtypes):
-        temporal = _temporal_type(X.iloc[:, j]) if is_object_dtype(dtype) else None
-        if temporal is not None:
-            unreadable.append(f"{X.columns[j]!r} (object, of {temporal})")
-        elif not mask[j] and not (
-                is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype)):
-            unreadable.append(f"{X.columns[j]!r} ({dtype})")
-    if unreadable:
+def _refuse_columns(described):
+    if described:
         raise ValueError(
-            f"Column(s) {', '.join(unreadable)} of X are neither numeric nor categorical. "
+            f"Column(s) {', '.join(described)} of X are neither numeric nor categorical. "
             "Convert them upstream: a date to numbers (its year, month, day of the week, "
             "or days since a reference date), a duration to seconds, or either to strings "
             "to read it as categories."
         )
+
+
+def refuse_unreadable_columns(X, mask):
+    """Refuse by name the columns, not categorical by ``mask``, neither numeric nor bool (dates,
+    durations): as numbers they are nanoseconds, as categories every later date is unseen."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    if mask is None or len(mask) != X.shape[1]:  # other columns than at fit: named later
+        mask = np.zeros(X.shape[1], dtype=bool)
+    _refuse_columns([
+        f"{X.columns[j]!r} ({dtype})" for j, dtype in enumerate(X.dtypes)
+        if not mask[j] and not (
+            is_numeric_dtype(dtype) or is_bool_dtype(dtype) or _is_categorical_dtype(dtype))
+    ])
+
+
+def refuse_object_dates(X):
+    """Refuse by name, at fit, the object columns "from_dtype" would read as categories whose
+    values are dates, times, durations or periods (pandas' ``.dt.date``, pyarrow's default
+    ``to_pandas``), as :func:`refuse_unreadable_columns` refuses typed ones."""
+    if isinstance(X, pd.DataFrame):
+        _refuse_columns([
+            f"{X.columns[j]!r} (object, of {kind})" for j, dtype in enumerate(X.dtypes)
+            if is_object_dtype(dtype) and (kind := _temporal_type(X.iloc[:, j])) is not None
+        ])
 
 
 def categorical_mask(X, categorical_features):
@@ -736,43 +740,36 @@ FOREIGN_TABLES = ("polars", "pyarrow")
 NO_Y = "no_validation"
 
 
-def _typed_as_arrow(frame):
-    """A pandas DataFrame with the columns its Arrow form types otherwise read as that form
-    reads them, in a shallow copy where one is: an Arrow-backed dictionary (``pd.ArrowDtype``)
-    as the categorical it converts to, an object column of decimals (as ``read_sql`` returns
-    them) as float64, as a pyarrow table's decimals."""
-    typed = {}
-    for j, dtype in enumerate(frame.dtypes):
-        if isinstance(dtype, pd.ArrowDtype) and str(dtype.pyarrow_dtype).startswith("dictionary<"):
-            import pyarrow as pa
-
-            categories = pa.array(frame.iloc[:, j].array).to_pandas()
-            typed[j] = pd.Series(categories.array, index=frame.index)
-        elif is_object_dtype(dtype) and isinstance(first_observed(frame.iloc[:, j]),
-                                                   decimal.Decimal):
-            with contextlib.suppress(TypeError, ValueError):  # not all numbers: as it is
-                typed[j] = frame.iloc[:, j].astype(np.float64)
-    if not typed:
+def _arrow_dictionaries_as_categories(frame):
+    """A pandas DataFrame with its Arrow-backed dictionary columns (``pd.ArrowDtype``) as the
+    pandas categoricals their Arrow form converts to, as a pyarrow table's, in a shallow copy."""
+    columns = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)
+               and str(dtype.pyarrow_dtype).startswith("dictionary<")]
+    if not columns:
         return frame
+    import pyarrow as pa
+
     frame = frame.copy(deep=False)
-    for j, column in typed.items():
-        frame.isetitem(j, column)
+    for j in columns:
+        categories = pa.array(frame.iloc[:, j].array).to_pandas()
+        frame.isetitem(j, pd.Series(categories.array, index=frame.index))
     return frame
 
 
 def as_pandas(X):
     """A polars or pyarrow table as the pandas DataFrame its Arrow form converts to, read alike
-    (anything else as it is, but a pandas DataFrame's columns as :func:`_typed_as_arrow`). A
+    (anything else as it is, but a pandas DataFrame's Arrow dictionaries as categoricals). A
     polars ``Categorical`` declares no order, so its categories are sorted as pandas sorts
     inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
     if isinstance(X, pd.DataFrame):
-        return _typed_as_arrow(X)
+        return _arrow_dictionaries_as_categories(X)
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES:
         return X
     if not hasattr(X, "to_pandas"):
-        raise TypeError(f"X is a {library} {type(X).__name__}, which holds no rows yet: pass "
-                        "the table it computes (a polars LazyFrame's X.collect()).")
+        raise TypeError(f"X is a {library} {type(X).__name__}, not a table of rows: pass the "
+                        "table it reads or computes (a polars LazyFrame's X.collect(), a "
+                        "pyarrow Dataset's X.to_table()).")
     if not hasattr(X, "schema"):  # a Series or an Array: one column, refused downstream
         return X.to_pandas()
     import pyarrow as pa
@@ -867,6 +864,8 @@ class TableInput(BaseEstimator):
         check_float32_default(type(owner).__name__)
         X = as_pandas(X)
         if fit:
+            if isinstance(self.categorical_features, str):  # "from_dtype"
+                refuse_object_dates(X)
             mask = categorical_mask(X, self.categorical_features)
             self.is_categorical_ = mask
             self.categories_ = None if mask is None else fit_categories(X, mask)

@@ -2,12 +2,14 @@
 the head of a ``QMatchClassifier`` built on such an encoder."""
 
 import importlib.util
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import sklearn
 from sklearn.datasets import load_wine
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import make_pipeline
@@ -134,6 +136,22 @@ def test_a_name_clash_is_refused_before_training_when_the_output_is_a_frame():
         encoder.set_output(transform="pandas").fit(frame)
     assert not hasattr(encoder, "n_epochs_")
     assert encoder.set_output(transform="default").fit(frame).transform(frame).shape[1] == 11
+    # scikit-learn's global output setting leaves a classifier, which reads its encoder's
+    # arrays, fitting as before
+    y = np.where(np.arange(60) % 4 == 0, np.arange(60) // 4 % 2, -1)
+    with sklearn.config_context(transform_output="pandas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        QMatchClassifier(QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)),
+                         random_state=0).fit(frame, y)
+
+
+def test_feature_names_follow_the_fitted_embedding_not_a_later_parameter():
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    encoder = QMatchEncoder(passthrough=True, **tiny_encoder_params(max_epochs=1)).fit(X)
+    width = encoder.transform(X).shape[1]
+    encoder.set_params(embedding_dim=encoder.embedding_dim + 2)
+    assert len(encoder.get_feature_names_out()) == width
+    assert encoder.set_output(transform="pandas").transform(X).shape[1] == width
 
 
 @pytest.mark.parametrize(
