@@ -352,7 +352,7 @@ class BasePretextEncoder(
             ``passthrough=True`` after the input feature names and ``"missingindicator_<name>"``
             for each feature in ``missing_indicators_``. A repeated name raises a ValueError.
         """
-        check_is_fitted(self)
+        check_is_fitted(self, "_n_features_out")
         if not self.passthrough:
             return self._embedding_names(self._n_features_out)
         self._embedding_balance()  # names only for columns transform can return
