@@ -9,7 +9,11 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _generate_get_feature_names_out,
+    check_is_fitted,
+)
 
 from ._budget import resolve_max_epochs
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
@@ -233,7 +237,8 @@ class BasePretextEncoder(
         if self.passthrough and own_output != "default":
             # its own DataFrame output (set_output) names its columns: a clash is refused
             # before training (a classifier reads its encoder's arrays, whatever set_config says)
-            self._passthrough_names(_check_feature_names_in(self, None), self.embedding_dim)
+            self._passthrough_names(_check_feature_names_in(self, None),
+                                    _generate_get_feature_names_out(self, self.embedding_dim))
         groups = expand_groups(
             column_groups(self, getattr(self, "feature_groups", None), self.n_features_in_),
             table.input_widths(),
@@ -352,23 +357,17 @@ class BasePretextEncoder(
             ``passthrough=True`` after the input feature names and ``"missingindicator_<name>"``
             for each feature in ``missing_indicators_``. A repeated name raises a ValueError.
         """
-        check_is_fitted(self, "_n_features_out")
+        embedding_names = super().get_feature_names_out()
         if not self.passthrough:
-            return self._embedding_names(self._n_features_out)
+            return embedding_names
         self._embedding_balance()  # names only for columns transform can return
         return self._passthrough_names(_check_feature_names_in(self, input_features),
-                                       self._n_features_out)
+                                       embedding_names)
 
-    def _embedding_names(self, width):
-        """``"<class name lower-cased><i>"`` for the embedding's ``width`` columns."""
-        prefix = type(self).__name__.lower()
-        return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)
-
-    def _passthrough_names(self, input_names, width):
-        """The names of ``transform``'s columns with ``passthrough=True`` and an embedding of
-        ``width``, from the input's; raises a ValueError where two are alike (a DataFrame
-        output would repeat them)."""
-        embedding_names = self._embedding_names(width)
+    def _passthrough_names(self, input_names, embedding_names):
+        """The names of ``transform``'s columns with ``passthrough=True``: the input's, its
+        indicators' and ``embedding_names``; raises a ValueError where two are alike (a
+        DataFrame output would repeat them)."""
         indicator_names = [f"missingindicator_{input_names[j]}" for j in self.missing_indicators_]
         names = np.concatenate([self._table_input.input_feature_names(input_names),
                                 np.asarray(indicator_names, dtype=object), embedding_names])

@@ -373,13 +373,13 @@ def _as_graph_inputs(rows):
     rows = rows.copy()
     for column in rows.columns:
         dtype = rows[column].dtype
-        numeric = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
-        if numeric and not isinstance(dtype, pd.CategoricalDtype):
-            if not isinstance(dtype, np.dtype):
-                rows[column] = rows[column].to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
+        numeric = ((pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+                   and not isinstance(dtype, pd.CategoricalDtype))
+        if not numeric:
             values = rows[column].astype(object)
             rows[column] = values.where(values.notna(), MISSING_CATEGORY).map(str).astype(object)
+        elif not isinstance(dtype, np.dtype):  # pandas' nullable or Arrow-backed
+            rows[column] = rows[column].to_numpy(dtype=np.float64, na_value=np.nan)
     return rows
 
 

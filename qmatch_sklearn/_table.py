@@ -743,12 +743,14 @@ NO_Y = "no_validation"
 def _arrow_dictionaries_as_categories(frame):
     """A pandas DataFrame with its Arrow-backed dictionary columns (``pd.ArrowDtype``) as the
     pandas categoricals their Arrow form converts to, as a pyarrow table's, in a shallow copy."""
-    columns = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)
-               and str(dtype.pyarrow_dtype).startswith("dictionary<")]
+    arrow = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
+    if not arrow:
+        return frame
+    import pyarrow as pa  # installed wherever a pandas column is Arrow-backed
+
+    columns = [j for j in arrow if pa.types.is_dictionary(frame.dtypes.iloc[j].pyarrow_dtype)]
     if not columns:
         return frame
-    import pyarrow as pa
-
     frame = frame.copy(deep=False)
     for j in columns:
         categories = pa.array(frame.iloc[:, j].array).to_pandas()
