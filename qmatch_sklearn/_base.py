@@ -3,19 +3,20 @@
 import functools
 from collections import Counter
 from dataclasses import replace
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_feature_names_in,
     _generate_get_feature_names_out,
     check_is_fitted,
 )
 
-from ._budget import resolve_max_epochs
+from ._budget import epoch_tol, resolve_max_epochs
 from ._constraints import NETWORK_CONSTRAINTS, TRAINING_CONSTRAINTS
 from ._device import resolve_device
 from ._distributed import current_group
@@ -112,6 +113,7 @@ class BasePretextEncoder(
         "passthrough": ["boolean"],
         **TRAINING_CONSTRAINTS,
         "max_epochs": [*TRAINING_CONSTRAINTS["max_epochs"], StrOptions({"auto"})],
+        "tol": [None, Interval(Real, 0, 1, closed="neither")],
     }
 
     def _network_skeleton(self):
@@ -159,13 +161,15 @@ class BasePretextEncoder(
         group = current_group()  # under data-parallel training, each process's share
         n_rows = len(train_rows) if group is None else -(-len(train_rows) // group.world_size)
         max_epochs = resolve_max_epochs(self.max_epochs, n_rows, self.batch_size)
+        tol, tol_from_epoch = epoch_tol(self.tol, n_rows, self.batch_size)
         result = train_net(
             PretextNet,
             module,
             criterion,
             train_rows,
             valid_rows,
-            replace(TrainingSettings.of(self), max_epochs=max_epochs),
+            replace(TrainingSettings.of(self), max_epochs=max_epochs, tol=tol,
+                    tol_from_epoch=tol_from_epoch),
             device=device,
             seed=data_seed,
             monitor="valid_loss",
@@ -183,7 +187,7 @@ class BasePretextEncoder(
         the call before, so that a loop over chunks (a memory-mapped array, parquet row groups,
         Dask-ML's ``Incremental``) pretrains on data larger than memory; the first call builds
         the network from its rows. No validation or early stopping (``max_epochs``,
-        ``patience`` and ``validation_fraction`` do not apply). ``fit`` starts over, and so
+        ``patience``, ``tol`` and ``validation_fraction`` do not apply). ``fit`` starts over, and so
         does a first ``partial_fit`` after ``fit`` (with a warning); an encoder loaded from a
         file cannot continue. Changing a parameter between calls is an error.
 

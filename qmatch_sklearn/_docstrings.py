@@ -17,9 +17,10 @@ ENTRIES = {
 encoder : estimator, default=None
     An unfitted self-supervised encoder (cloned and fitted in ``fit``), or a fitted one wrapped
     in :class:`sklearn.frozen.FrozenEstimator` to reuse it across fits and CV folds. None means
-    ``QMatchEncoder(passthrough=True, max_epochs=10)`` with this estimator's ``device``,
-    ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up to 4,608 rows,
-    for at least 100 steps): a tenth of the paper's pretraining, its head reading the input
+    ``QMatchEncoder(passthrough=True, max_epochs=10, tol=1e-4)`` with this estimator's
+    ``device``, ``precision`` and ``verbose``, in batches of 512 rows (128 on tables of up to
+    4,608 rows, for at least 100 steps): at most a tenth of the paper's pretraining, less on
+    large tables whose pretext loss stops falling, its head reading the input
     features beside the embedding, which did better with few labels
     (``benchmarks/results/fewlabel.md``); ``QMatchEncoder()`` gives the paper's head on the
     embedding alone. An encoder whose ``random_state`` is None is seeded from this estimator's,
@@ -136,6 +137,15 @@ patience : int, default=32
     Stop after this many epochs without a lower validation loss, restoring the best epoch's
     weights. A non-finite loss or weight also stops training: the best finite epoch is restored
     with a ``ConvergenceWarning`` (``FloatingPointError`` when no epoch was finite).
+""",
+    "tol_encoder": """\
+tol : float in (0, 1) or None, default=None
+    The least share of the training loss an optimizer step should remove: pretraining ends at
+    the first epoch whose mean training loss is lower than the epoch before's by less than
+    ``tol`` times the epoch's steps, as a share of it (relative, so that the loss's scale does
+    not matter; per step, so that what is judged is the gain for the time spent, whatever the
+    table's size). Judged once 300 steps have run, from the second epoch on. None trains
+    ``max_epochs`` epochs (fewer on early stopping).
 """,
     "patience_predictor": """\
 patience : int, default=32
@@ -380,7 +390,8 @@ GROUPS = {
     "encoder_network": ("hidden_sizes_encoder", "architecture_encoder", "embedding_dim_encoder",
                         "passthrough"),
     "encoder_training": ("lr_encoder", "weight_decay_encoder", "batch_size_encoder",
-                         "max_epochs_encoder", "patience_encoder", "validation_fraction_encoder",
+                         "max_epochs_encoder", "patience_encoder", "tol_encoder",
+                         "validation_fraction_encoder",
                          "device", "precision"),
     "encoder_parameters": ("categorical_features_encoder", "encoder_network", "encoder_training",
                            "random_state_encoder", "verbose"),

@@ -482,17 +482,22 @@ def all_finite(tensors):
 
 
 class KeepBestEpoch(Callback):
-    """Early stopping, the divergence guard, ``deadline`` and best-weights restoration.
+    """Early stopping, the divergence guard, ``tol``, ``deadline`` and best-weights restoration.
 
-    ``best_epoch_`` stays 0 if no epoch was finite. The run's last epoch is never copied:
-    nothing can need it back.
+    ``tol`` ends training at the first epoch from ``tol_from_epoch`` on whose mean training
+    loss is lower than the epoch before's by less than that share of it. ``best_epoch_``
+    stays 0 if no epoch was finite. The run's last epoch is never copied: nothing can need it
+    back.
     """
 
-    def __init__(self, monitor, lower_is_better, patience, deadline=None):
+    def __init__(self, monitor, lower_is_better, patience, deadline=None, tol=None,
+                 tol_from_epoch=2):
         self.monitor = monitor
         self.lower_is_better = lower_is_better
         self.patience = patience
         self.deadline = deadline
+        self.tol = tol
+        self.tol_from_epoch = tol_from_epoch
 
     def on_train_begin(self, net, **kwargs):
         self.best_epoch_ = 0
@@ -502,11 +507,19 @@ class KeepBestEpoch(Callback):
         self.weights_ = None
         self.epochs_run_ = 0
         self.out_of_time_ = False
+        self.converged_ = False
 
     def _improves(self, score):
         if self.best_score_ is None:
             return True
         return score < self.best_score_ if self.lower_is_better else score > self.best_score_
+
+    def _converged(self, history):
+        """Whether the last epoch lowered the training loss by less than ``tol`` of it."""
+        if self.tol is None or len(history) < self.tol_from_epoch:
+            return False
+        before, now = history[-2, "train_loss"], history[-1, "train_loss"]
+        return before - now < self.tol * abs(before)
 
     def on_epoch_end(self, net, **kwargs):
         self.epochs_run_ += 1
@@ -516,17 +529,18 @@ class KeepBestEpoch(Callback):
         if not (np.isfinite(losses).all() and all_finite(net.module_.parameters())):
             self.diverged_epoch_ = row["epoch"]
             raise StopTraining
-        past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
+        self.out_of_time_ = self.deadline is not None and time.monotonic() >= self.deadline
+        self.converged_ = self._converged(net.history)
+        last = self.epochs_run_ >= net.max_epochs or self.out_of_time_ or self.converged_
         if self.monitor is None or self._improves(score):
             self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
-            if self.epochs_run_ < net.max_epochs and not past_deadline:
+            if not last:
                 self._copy_weights(net.kept_network().state_dict())
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
                 raise StopTraining
-        if past_deadline:
-            self.out_of_time_ = True
+        if self.out_of_time_ or self.converged_:
             raise StopTraining
 
     def _copy_weights(self, state):
@@ -595,6 +609,9 @@ def _outcome(name, guard, history, max_epochs, lr):
         how = f"stopped at epoch {n_epochs} (non-finite loss or weights)"
     elif guard.out_of_time_:
         how = f"stopped at epoch {n_epochs} of {max_epochs}: max_time reached"
+    elif guard.converged_:
+        how = (f"stopped at epoch {n_epochs} of {max_epochs}: the training loss fell by less "
+               f"than {guard.tol:.2%} of itself in an epoch (tol)")
     elif guard.monitor is None:
         how = f"trained {n_epochs} epochs (no validation)"
     elif n_epochs < max_epochs:
@@ -641,6 +658,8 @@ class TrainingSettings:
     verbose: int
     precision: str
     deadline: float | None = None
+    tol: float | None = None
+    tol_from_epoch: int = 2
 
     @classmethod
     def of(cls, estimator):
@@ -662,7 +681,8 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
     has_validation = valid is not None
     progress = [("progress", EpochProgressBar(settings.name))] if settings.verbose == 1 else []
     guard = KeepBestEpoch(monitor if has_validation else None, lower_is_better,
-                          settings.patience, settings.deadline)
+                          settings.patience, settings.deadline, settings.tol,
+                          settings.tol_from_epoch)
     return net_class(
         module,
         criterion=criterion,

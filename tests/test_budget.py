@@ -12,12 +12,14 @@ from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
 from qmatch_sklearn._budget import (
     DEFAULT_BATCH,
     DEFAULT_EPOCHS,
+    DEFAULT_TOL,
     MAX_EPOCHS,
     MIN_DEFAULT_STEPS,
     MIN_EPOCHS,
     PRETRAINING_STEPS,
     SMALL_BATCH,
     default_pretraining,
+    epoch_tol,
     resolve_max_epochs,
 )
 
@@ -77,5 +79,60 @@ def test_the_default_encoder_pretrains_on_the_default_budget(estimator, y):
     y[20:] = np.nan if estimator is QMatchRegressor else -1
     fitted = estimator(random_state=0).fit(X, y)
     assert fitted.encoder_.get_params()["max_epochs"] == DEFAULT_EPOCHS
+    assert fitted.encoder_.tol == DEFAULT_TOL
     assert fitted.encoder_.batch_size == SMALL_BATCH == default_pretraining(200)["batch_size"]
     assert fitted.encoder_.n_epochs_ == DEFAULT_EPOCHS
+
+
+@given(tol=st.floats(1e-8, 0.5), n_rows=st.integers(1, 10**7), batch_size=st.integers(1, 4096))
+def test_tol_is_judged_per_step_once_the_warm_up_steps_have_run(tol, n_rows, batch_size):
+    share, first = epoch_tol(tol, n_rows, batch_size)
+    steps_per_epoch = math.ceil(n_rows / batch_size)
+    assert share == pytest.approx(tol * steps_per_epoch)
+    assert first >= 2 and first * steps_per_epoch >= PRETRAINING_STEPS
+    if first > 2:  # not judged later than the warm-up needs
+        assert (first - 1) * steps_per_epoch < PRETRAINING_STEPS
+    assert epoch_tol(None, n_rows, batch_size) == (None, 2)
+
+
+def _stopping_epoch(losses, share, first):
+    """The first epoch (1-based) from ``first`` on that lowers the loss by less than ``share``."""
+    for epoch in range(first, len(losses) + 1):
+        before, now = losses[epoch - 2], losses[epoch - 1]
+        if before - now < share * abs(before):
+            return epoch
+    return len(losses)
+
+
+@pytest.mark.parametrize("validation_fraction", [None, 0.1])
+def test_tol_ends_pretraining_at_the_first_epoch_that_gains_too_little(validation_fraction):
+    X = np.random.default_rng(0).normal(size=(1500, 5))
+    params = tiny_encoder_params(max_epochs=40, batch_size=32,
+                                 validation_fraction=validation_fraction)
+    full = QMatchEncoder(**params).fit(X)
+    losses = list(full.history_[:, "train_loss"])
+    n_rows = 1500 if validation_fraction is None else 1350
+    share_per_step, first = epoch_tol(1.0, n_rows, 32)
+    falls = [(losses[e - 2] - losses[e - 1]) / losses[e - 2] for e in range(first, 41)]
+    # a tol of half the first judged epoch's gain lets that epoch pass and stops later
+    assert falls[0] > 0
+    tol = falls[0] / 2 / share_per_step
+    expected = _stopping_epoch(losses, tol * share_per_step, first)
+    assert first < expected < 40
+    stopped = QMatchEncoder(**params, tol=tol).fit(X)
+    assert stopped.n_epochs_ == expected
+    np.testing.assert_array_equal(stopped.history_[:, "train_loss"], losses[:expected])
+    assert stopped.get_params()["tol"] == tol  # the parameter is left as passed
+
+
+def test_tol_names_why_pretraining_stopped(capsys):
+    X = np.random.default_rng(0).normal(size=(600, 4))
+    QMatchEncoder(**tiny_encoder_params(max_epochs=30, batch_size=8, validation_fraction=None),
+                  tol=0.5, verbose=2).fit(X)
+    assert "of itself in an epoch (tol)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tol", [0, 1, -1e-4, "auto"])
+def test_a_tol_outside_its_range_is_refused(tol):
+    with pytest.raises(ValueError, match="tol"):
+        QMatchEncoder(tol=tol).fit(np.ones((10, 2)))

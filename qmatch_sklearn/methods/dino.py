@@ -214,6 +214,7 @@ class DINOEncoder(BasePretextEncoder):
         batch_size=512,
         max_epochs=100,
         patience=32,
+        tol=None,
         validation_fraction="auto",
         device="auto",
         precision="32-true",
@@ -239,6 +240,7 @@ class DINOEncoder(BasePretextEncoder):
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.patience = patience
+        self.tol = tol
         self.validation_fraction = validation_fraction
         self.device = device
         self.precision = precision

@@ -201,6 +201,7 @@ class QMatchEncoder(BasePretextEncoder):
         batch_size=512,
         max_epochs=100,
         patience=32,
+        tol=None,
         validation_fraction="auto",
         device="auto",
         precision="32-true",
@@ -226,6 +227,7 @@ class QMatchEncoder(BasePretextEncoder):
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.patience = patience
+        self.tol = tol
         self.validation_fraction = validation_fraction
         self.device = device
         self.precision = precision
