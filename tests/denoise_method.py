@@ -122,6 +122,14 @@ class DenoiseEncoder(BasePretextEncoder):
         the best epoch's weights. A non-finite loss or weight also stops
         training: the best finite epoch is restored with a ``ConvergenceWarning``
         (``FloatingPointError`` when no epoch was finite).
+    tol : float in (0, 1) or None, default=None
+        The least share of the training loss an optimizer step should remove:
+        pretraining ends at the first epoch whose mean training loss is lower
+        than the epoch before's by less than ``tol`` times the epoch's steps, as
+        a share of it (relative, so that the loss's scale does not matter; per
+        step, so that what is judged is the gain for the time spent, whatever
+        the table's size). Judged once 300 steps have run, from the second epoch
+        on. None trains ``max_epochs`` epochs (fewer on early stopping).
     validation_fraction : float, "auto" or None, default="auto"
         Share of the rows held out for that validation loss. "auto" holds out
         10% when that is at least 200 rows (from 2,000 rows on), else none;
@@ -226,6 +234,7 @@ class DenoiseEncoder(BasePretextEncoder):
         batch_size=512,
         max_epochs=100,
         patience=32,
+        tol=None,
         validation_fraction="auto",
         device="auto",
         precision="32-true",
@@ -245,6 +254,7 @@ class DenoiseEncoder(BasePretextEncoder):
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.patience = patience
+        self.tol = tol
         self.validation_fraction = validation_fraction
         self.device = device
         self.precision = precision

@@ -172,6 +172,7 @@ def test_every_estimator_writes_its_own_init():
 @pytest.mark.parametrize("cls", ENCODERS, ids=lambda cls: cls.__name__)
 def test_encoders_list_method_parameters_then_shared_ones(cls):
     shared = [*NETWORK_CONSTRAINTS, "passthrough", *TRAINING_CONSTRAINTS]
+    shared.insert(shared.index("patience") + 1, "tol")  # pretraining's own stopping rule
     names = list(_signature_defaults(cls))
     assert names[-len(shared):] == shared
     assert set(names) == set(cls._parameter_constraints), "one constraint per parameter"
