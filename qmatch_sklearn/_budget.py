@@ -31,12 +31,13 @@ def resolve_max_epochs(max_epochs, n_rows, batch_size):
 
 
 def epoch_tol(tol, n_rows, batch_size):
-    """``tol`` (a share of the training loss per optimizer step) as the share an epoch must
-    remove, and the first epoch it is judged on: the second, or later where the first
+    """``tol`` (the share of the training loss each optimizer step should remove) as the
+    share an epoch's steps remove together, ``1 - (1 - tol) ** steps`` (below 1 however many
+    steps), and the first epoch it is judged on: the second, or later where the first
     ``PRETRAINING_STEPS`` steps (the warm-up "auto" aims at) take longer. None stays None."""
     if tol is None:
         return None, 2
-    return (tol * steps_per_epoch(n_rows, batch_size),
+    return (-math.expm1(steps_per_epoch(n_rows, batch_size) * math.log1p(-tol)),
             max(2, epochs_to_steps(n_rows, batch_size)))
 
 

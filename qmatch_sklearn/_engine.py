@@ -529,18 +529,19 @@ class KeepBestEpoch(Callback):
         if not (np.isfinite(losses).all() and all_finite(net.module_.parameters())):
             self.diverged_epoch_ = row["epoch"]
             raise StopTraining
-        self.out_of_time_ = self.deadline is not None and time.monotonic() >= self.deadline
-        self.converged_ = self._converged(net.history)
-        last = self.epochs_run_ >= net.max_epochs or self.out_of_time_ or self.converged_
+        past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
+        ends = self.epochs_run_ >= net.max_epochs
+        converged = not ends and self._converged(net.history)
         if self.monitor is None or self._improves(score):
             self.best_epoch_, self.best_score_, self.misses_ = row["epoch"], score, 0
-            if not last:
+            if not (ends or past_deadline or converged):
                 self._copy_weights(net.kept_network().state_dict())
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
                 raise StopTraining
-        if self.out_of_time_ or self.converged_:
+        self.out_of_time_, self.converged_ = past_deadline, converged and not past_deadline
+        if past_deadline or converged:
             raise StopTraining
 
     def _copy_weights(self, state):
@@ -573,7 +574,8 @@ EARLY_EPOCH = 2
 
 def _warn_if_suspect(name, guard, n_epochs, n_valid):
     """Warn when early stopping likely followed noise (a tiny split, an early kept epoch)."""
-    if guard.monitor is None or guard.diverged_epoch_ is not None or guard.out_of_time_:
+    if (guard.monitor is None or guard.diverged_epoch_ is not None or guard.out_of_time_
+            or guard.converged_):
         return
     best = guard.best_epoch_
     if n_valid < AUTO_MIN_VALIDATION_ROWS:

@@ -124,12 +124,14 @@ class DenoiseEncoder(BasePretextEncoder):
         (``FloatingPointError`` when no epoch was finite).
     tol : float in (0, 1) or None, default=None
         The least share of the training loss an optimizer step should remove:
-        pretraining ends at the first epoch whose mean training loss is lower
-        than the epoch before's by less than ``tol`` times the epoch's steps, as
-        a share of it (relative, so that the loss's scale does not matter; per
-        step, so that what is judged is the gain for the time spent, whatever
-        the table's size). Judged once 300 steps have run, from the second epoch
-        on. None trains ``max_epochs`` epochs (fewer on early stopping).
+        pretraining ends at the first epoch whose mean training loss fell by
+        less than its steps would remove at that rate,
+        ``1 - (1 - tol) ** steps`` of the epoch before's (relative, so that the
+        loss's scale does not matter; per step, so that what is judged is the gain for the time
+        spent, whatever the table's size). Judged once 300 steps have run, from
+        the second epoch on, so it never shortens the 300 steps
+        ``max_epochs="auto"`` aims at. None trains ``max_epochs`` epochs (fewer
+        on early stopping).
     validation_fraction : float, "auto" or None, default="auto"
         Share of the rows held out for that validation loss. "auto" holds out
         10% when that is at least 200 rows (from 2,000 rows on), else none;

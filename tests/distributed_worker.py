@@ -1,7 +1,7 @@
 """One process of a data-parallel pretraining run, launched by ``tests/test_distributed.py``:
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 \\
-        tests/distributed_worker.py OUT_DIR {fit,partial_fit} METHOD
+        tests/distributed_worker.py OUT_DIR {fit,tol,partial_fit} METHOD
 
 Every process fits the same encoder on the same rows (scikit-learn's digits) over
 the gloo backend and saves what the test compares across processes to
@@ -16,6 +16,9 @@ PARAMS = dict(
     hidden_sizes=(64,), embedding_dim=16, batch_size=64, max_epochs=12, random_state=0,
     device="cpu",
 )
+#: What a mode changes in fit: "tol" asks each epoch of 90 steps for a fall of 5% (small
+#: batches, so that it judges epochs from the fourth on, within ``max_epochs``).
+FIT_MODES = {"fit": {}, "tol": dict(batch_size=8, tol=1 - 0.95 ** (1 / 90))}
 #: Per-method pretext heads.
 HEADS = {
     "qmatch": dict(projection_sizes=(32, 16), queue_size=256),
@@ -53,8 +56,8 @@ def main(out_dir, mode, method):
     dist.init_process_group("gloo")
     try:
         X, _ = digits()
-        if mode == "fit":
-            fitted = encoder(method, validation_fraction=0.2).fit(X)
+        if mode in FIT_MODES:
+            fitted = encoder(method, validation_fraction=0.2, **FIT_MODES[mode]).fit(X)
             saved = {"Z": fitted.transform(X), "best_epoch": fitted.best_epoch_,
                      "n_epochs": fitted.n_epochs_,
                      "losses": [(r["train_loss"], r["valid_loss"]) for r in fitted.history_],

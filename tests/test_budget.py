@@ -88,7 +88,9 @@ def test_the_default_encoder_pretrains_on_the_default_budget(estimator, y):
 def test_tol_is_judged_per_step_once_the_warm_up_steps_have_run(tol, n_rows, batch_size):
     share, first = epoch_tol(tol, n_rows, batch_size)
     steps_per_epoch = math.ceil(n_rows / batch_size)
-    assert share == pytest.approx(tol * steps_per_epoch)
+    # the epoch's steps, each removing tol of what is left, remove less than all of it
+    assert share == pytest.approx(1 - (1 - tol) ** steps_per_epoch, rel=1e-9, abs=1e-12)
+    assert share >= tol * (1 - 1e-12) and (share < 1 or share == pytest.approx(1))
     assert first >= 2 and first * steps_per_epoch >= PRETRAINING_STEPS
     if first > 2:  # not judged later than the warm-up needs
         assert (first - 1) * steps_per_epoch < PRETRAINING_STEPS
@@ -112,16 +114,26 @@ def test_tol_ends_pretraining_at_the_first_epoch_that_gains_too_little(validatio
     full = QMatchEncoder(**params).fit(X)
     losses = list(full.history_[:, "train_loss"])
     n_rows = 1500 if validation_fraction is None else 1350
-    share_per_step, first = epoch_tol(1.0, n_rows, 32)
+    steps = math.ceil(n_rows / 32)
+    _, first = epoch_tol(1e-4, n_rows, 32)
     falls = [(losses[e - 2] - losses[e - 1]) / losses[e - 2] for e in range(first, 41)]
-    # a tol of half the first judged epoch's gain lets that epoch pass and stops later
+    # an epoch's share of half the first judged epoch's gain lets that epoch pass and stops
+    # a later one
     assert falls[0] > 0
-    tol = falls[0] / 2 / share_per_step
-    expected = _stopping_epoch(losses, tol * share_per_step, first)
+    tol = 1 - (1 - falls[0] / 2) ** (1 / steps)
+    share, _ = epoch_tol(tol, n_rows, 32)
+    expected = _stopping_epoch(losses, share, first)
     assert first < expected < 40
     stopped = QMatchEncoder(**params, tol=tol).fit(X)
     assert stopped.n_epochs_ == expected
     np.testing.assert_array_equal(stopped.history_[:, "train_loss"], losses[:expected])
+    if validation_fraction is None:  # the last weights, as without tol
+        assert stopped.best_epoch_ == expected
+    else:  # the best validation epoch so far, restored
+        valid = stopped.history_[:, "valid_loss"]
+        assert stopped.best_epoch_ == 1 + int(np.argmin(valid))
+        kept = QMatchEncoder(**{**params, "max_epochs": stopped.best_epoch_}).fit(X)
+        np.testing.assert_array_equal(stopped.transform(X), kept.transform(X))
     assert stopped.get_params()["tol"] == tol  # the parameter is left as passed
 
 
@@ -130,6 +142,12 @@ def test_tol_names_why_pretraining_stopped(capsys):
     QMatchEncoder(**tiny_encoder_params(max_epochs=30, batch_size=8, validation_fraction=None),
                   tol=0.5, verbose=2).fit(X)
     assert "of itself in an epoch (tol)" in capsys.readouterr().out
+    # judged first on the last epoch, it ends nothing early and says nothing of it
+    last = QMatchEncoder(**tiny_encoder_params(max_epochs=4, batch_size=8,
+                                               validation_fraction=None),
+                         tol=0.5, verbose=2).fit(X)
+    assert last.n_epochs_ == 4 == epoch_tol(0.5, 600, 8)[1]
+    assert "(tol)" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("tol", [0, 1, -1e-4, "auto"])

@@ -15,10 +15,11 @@ from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import Pipeline
 
 from qmatch_sklearn import QMatchEncoder
+from qmatch_sklearn._budget import epoch_tol
 from qmatch_sklearn._distributed import ProcessGroup, current_group, shard
 
 from .conftest import tiny_encoder_params
-from .distributed_worker import digits, encoder, rows_per_epoch
+from .distributed_worker import FIT_MODES, PARAMS, digits, encoder, rows_per_epoch
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 
@@ -44,6 +45,22 @@ def test_every_process_ends_with_the_same_encoder(fitted_by_two):
     np.testing.assert_array_equal(first["Z"], second["Z"])
     assert first["losses"] == second["losses"]
     assert (first["best_epoch"], first["n_epochs"]) == (second["best_epoch"], second["n_epochs"])
+
+
+def test_tol_stops_every_process_at_the_same_epoch(tmp_path):
+    """``tol`` reads the all-reduced training loss and counts each process's own steps:
+    every process stops together, at the epoch the shared losses say."""
+    first, second = run_two_processes(tmp_path, "tol", "qmatch")
+    settings = FIT_MODES["tol"]
+    share, judged_from = epoch_tol(settings["tol"], first["rows_per_epoch"],
+                                   settings["batch_size"])
+    assert share == pytest.approx(0.05)  # 90 steps a process: half of the 1,438 rows
+    losses = [train for train, _ in first["losses"]]
+    expected = next((e for e in range(judged_from, PARAMS["max_epochs"])
+                     if losses[e - 2] - losses[e - 1] < share * losses[e - 2]),
+                    PARAMS["max_epochs"])
+    assert first["n_epochs"] == second["n_epochs"] == expected
+    assert first["losses"] == second["losses"]
 
 
 def test_two_processes_learn_as_well_as_one(fitted_by_two):
