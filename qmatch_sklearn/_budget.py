@@ -1,7 +1,7 @@
 """Pretraining budgets: the few-label estimators' default encoder's (:func:`default_pretraining`),
 ``max_epochs="auto"``, which counts optimizer steps, as a fixed number of epochs grows with
-the table, and ``tol``'s share of an epoch. Tuned on the few-label
-benchmark (benchmarks/results/fewlabel.md)."""
+the table, and ``tol``'s share of an epoch. Tuned on the few-label benchmark
+(benchmarks/results/fewlabel.md)."""
 
 import math
 
