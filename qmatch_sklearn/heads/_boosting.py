@@ -192,14 +192,14 @@ def _fit_trees(X, targets, weights, seed):
     return model, columns
 
 
-def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
+def fit_boosted_member(X, targets, folds, seed, sample_weight=None, head_log_proba=None):
     """``(trees, temperature, out_of_fold)`` fitted on the dense labeled rows ``X``, or None
     when some fit has no column to split on: the temperature maximises the likelihood of
     the out-of-fold log-odds on ``folds``, and ``out_of_fold`` are their log-probabilities."""
     n_rows = len(targets)
     weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
     out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
-    for train, test in folds:
+    for k, (train, test) in enumerate(folds):
         fitted = _fit_trees(X[train], targets[train], weights[train], seed)
         if fitted is None:
             return None
@@ -207,6 +207,22 @@ def fit_boosted_member(X, targets, folds, seed, sample_weight=None):
         raw = model.decision_function(X[test][:, columns]).reshape(len(test), -1)
         # per-class log-odds: one column of raw scores is [0, raw]
         out_of_fold[test, -raw.shape[1]:] = raw
+        if k == 0 and head_log_proba is not None:
+            # racing: a member its first fold does not weigh (calibrated on that fold) is
+            # not fitted on the others
+            rows = np.arange(len(test))
+
+            def fold_loss(log_temperature):
+                log_proba = log_softmax(raw_first / np.exp(log_temperature), axis=1)
+                return -np.average(log_proba[rows, targets[test]], weights=weights[test])
+
+            raw_first = out_of_fold[test]
+            t = minimize_scalar(fold_loss, bounds=LOG_TEMPERATURE_BOUNDS, method="bounded").x
+            weight = stacking_weight(head_log_proba[test],
+                                     log_softmax(raw_first / np.exp(t), axis=1),
+                                     targets[test], weights[test])
+            if weight < MIN_BOOSTING_WEIGHT:
+                return None
 
     def negative_log_likelihood(log_temperature):
         row_log_proba = log_softmax(out_of_fold / np.exp(log_temperature), axis=1)[

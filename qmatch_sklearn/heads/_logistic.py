@@ -219,12 +219,13 @@ def fit_logistic_head_(
     member = None
     if (inputs is not None and not issparse(inputs) and average.folds is not None
             and tries_boosted_member(targets)):
-        member = fit_boosted_member(inputs, targets, average.folds, seed, sample_weight)
+        head_log_proba = log_softmax(honest_out_of_fold(average, embeddings, n_embedding), axis=1)
+        member = fit_boosted_member(inputs, targets, average.folds, seed, sample_weight,
+                                    head_log_proba)
     if member is not None:
         trees, temperature, member_log_proba = member
-        head_logits = honest_out_of_fold(average, embeddings, n_embedding)
         boosting_weight = stacking_weight(
-            log_softmax(head_logits, axis=1), member_log_proba, targets, sample_weight
+            head_log_proba, member_log_proba, targets, sample_weight
         )
         if boosting_weight >= MIN_BOOSTING_WEIGHT:
             attributes.update(
