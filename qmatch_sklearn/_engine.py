@@ -490,8 +490,7 @@ class KeepBestEpoch(Callback):
     back.
     """
 
-    def __init__(self, monitor, lower_is_better, patience, deadline=None, tol=None,
-                 tol_from_epoch=2):
+    def __init__(self, monitor, lower_is_better, patience, deadline, tol, tol_from_epoch):
         self.monitor = monitor
         self.lower_is_better = lower_is_better
         self.patience = patience

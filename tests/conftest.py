@@ -48,6 +48,17 @@ def record_training_rows(monkeypatch, module, name):
     return seen
 
 
+def tol_stopping_epoch(losses, share, first, max_epochs):
+    """The epoch (1-based) ``tol`` should stop at: the first from ``first`` on, before
+    ``max_epochs``, whose training loss fell by less than ``share`` of the epoch before's
+    (``losses`` must reach it), else ``max_epochs``."""
+    for epoch in range(first, max_epochs):
+        before, now = losses[epoch - 2], losses[epoch - 1]
+        if before - now < share * abs(before):
+            return epoch
+    return max_epochs
+
+
 def tiny_encoder_params(**overrides):
     """A QMatchEncoder configuration that fits in well under a second."""
     params = dict(

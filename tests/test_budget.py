@@ -2,6 +2,7 @@
 bounds) and the few-label estimators' default encoder."""
 
 import math
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from qmatch_sklearn._budget import (
     resolve_max_epochs,
 )
 
-from .conftest import tiny_encoder_params
+from .conftest import tiny_encoder_params, tol_stopping_epoch
 
 
 @given(n_rows=st.integers(1, 10**7), batch_size=st.integers(1, 4096))
@@ -89,21 +90,16 @@ def test_tol_is_judged_per_step_once_the_warm_up_steps_have_run(tol, n_rows, bat
     share, first = epoch_tol(tol, n_rows, batch_size)
     steps_per_epoch = math.ceil(n_rows / batch_size)
     # the epoch's steps, each removing tol of what is left, remove less than all of it
-    assert share == pytest.approx(1 - (1 - tol) ** steps_per_epoch, rel=1e-9, abs=1e-12)
+    # (the reference in 50 digits: in floats, 1 - tol drops most of a tiny tol's digits)
+    with localcontext() as context:
+        context.prec = 50
+        exact = float(1 - (1 - Decimal(tol)) ** steps_per_epoch)
+    assert share == pytest.approx(exact, rel=1e-9, abs=1e-12)
     assert share >= tol * (1 - 1e-12) and (share < 1 or share == pytest.approx(1))
     assert first >= 2 and first * steps_per_epoch >= PRETRAINING_STEPS
     if first > 2:  # not judged later than the warm-up needs
         assert (first - 1) * steps_per_epoch < PRETRAINING_STEPS
     assert epoch_tol(None, n_rows, batch_size) == (None, 2)
-
-
-def _stopping_epoch(losses, share, first):
-    """The first epoch (1-based) from ``first`` on that lowers the loss by less than ``share``."""
-    for epoch in range(first, len(losses) + 1):
-        before, now = losses[epoch - 2], losses[epoch - 1]
-        if before - now < share * abs(before):
-            return epoch
-    return len(losses)
 
 
 @pytest.mark.parametrize("validation_fraction", [None, 0.1])
@@ -122,7 +118,7 @@ def test_tol_ends_pretraining_at_the_first_epoch_that_gains_too_little(validatio
     assert falls[0] > 0
     tol = 1 - (1 - falls[0] / 2) ** (1 / steps)
     share, _ = epoch_tol(tol, n_rows, 32)
-    expected = _stopping_epoch(losses, share, first)
+    expected = tol_stopping_epoch(losses, share, first, max_epochs=40)
     assert first < expected < 40
     stopped = QMatchEncoder(**params, tol=tol).fit(X)
     assert stopped.n_epochs_ == expected

@@ -18,7 +18,7 @@ from qmatch_sklearn import QMatchEncoder
 from qmatch_sklearn._budget import epoch_tol
 from qmatch_sklearn._distributed import ProcessGroup, current_group, shard
 
-from .conftest import tiny_encoder_params
+from .conftest import tiny_encoder_params, tol_stopping_epoch
 from .distributed_worker import FIT_MODES, PARAMS, digits, encoder, rows_per_epoch
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
@@ -56,9 +56,7 @@ def test_tol_stops_every_process_at_the_same_epoch(tmp_path):
                                    settings["batch_size"])
     assert share == pytest.approx(0.05)  # 90 steps a process: half of the 1,438 rows
     losses = [train for train, _ in first["losses"]]
-    expected = next((e for e in range(judged_from, PARAMS["max_epochs"])
-                     if losses[e - 2] - losses[e - 1] < share * losses[e - 2]),
-                    PARAMS["max_epochs"])
+    expected = tol_stopping_epoch(losses, share, judged_from, PARAMS["max_epochs"])
     assert first["n_epochs"] == second["n_epochs"] == expected
     assert first["losses"] == second["losses"]
 
