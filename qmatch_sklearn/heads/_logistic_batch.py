@@ -62,7 +62,10 @@ def class_logits(X, coef, intercept):
 
 
 class _Objective:
-    """F and its gradient for every problem, parameters flattened to (problems, m)."""
+    """F and its gradient for every problem, parameters flattened to (problems, m).
+
+    It works in a (problems, classes, rows) layout, where the gradient of the weights is one
+    matrix product with ``X`` and no array is transposed."""
 
     def __init__(self, X, targets, weights, C, n_classes):
         self.X = np.asarray(X, dtype=np.float64)
@@ -73,9 +76,10 @@ class _Objective:
         total = weights.sum(axis=1)
         self.row_share = weights / total[:, None]
         self.penalty = 1.0 / (np.asarray(C, dtype=np.float64) * total)
-        targets = np.broadcast_to(np.asarray(targets, dtype=np.int64), weights.shape)
-        self.one_hot = np.zeros((*weights.shape, n_classes))
-        np.put_along_axis(self.one_hot, targets[..., None], 1.0, axis=2)
+        # where each row's class sits in a problem's flat (classes, rows) block
+        n_rows = weights.shape[1]
+        self.target_at = (np.broadcast_to(np.asarray(targets, dtype=np.int64), weights.shape)
+                          * n_rows + np.arange(n_rows))
 
     def split(self, params):
         _, outputs, n_features = self.shape
@@ -85,19 +89,28 @@ class _Objective:
     def __call__(self, params, problems):
         """F and its gradient at ``params`` of the problems indexed by ``problems``."""
         coef, intercept = self.split(params)
+        n_problems, outputs = len(coef), self.outputs
         row_share, penalty = self.row_share[problems], self.penalty[problems]
-        logits = class_logits(self.X, coef, intercept)
-        log_proba = logits - logits.max(axis=2, keepdims=True)
-        log_proba -= np.log(np.exp(log_proba).sum(axis=2, keepdims=True))
-        one_hot = self.one_hot[problems]
-        loss = -(row_share * (log_proba * one_hot).sum(axis=2)).sum(axis=1)
-        value = loss + 0.5 * penalty * np.square(coef).sum(axis=(1, 2))
-        residual = (np.exp(log_proba) - one_hot) * row_share[..., None]
-        residual = residual[..., -self.outputs:]  # two classes: the second logit's
-        by_row = residual.transpose(1, 0, 2).reshape(residual.shape[1], -1)  # rows first
-        coef_grad = (by_row.T @ self.X).reshape(coef.shape)
+        target_at = self.target_at[problems]
+        logits = (coef.reshape(-1, coef.shape[2]) @ self.X.T).reshape(
+            n_problems, outputs, -1) + intercept[:, :, None]
+        if outputs == 1:  # two classes: the first's logit is 0
+            logits = np.concatenate([np.zeros_like(logits), logits], axis=1)
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        normaliser = proba.sum(axis=1, keepdims=True)
+        proba /= normaliser
+        # the rows' classes in the flat (problems, classes, rows) arrays
+        at = target_at + (np.arange(n_problems) * proba[0].size)[:, None]
+        row_log_proba = logits.reshape(-1)[at] - np.log(normaliser[:, 0])
+        value = -(row_share * row_log_proba).sum(axis=1)
+        value += 0.5 * penalty * np.square(coef).sum(axis=(1, 2))
+        proba.reshape(-1)[at] -= 1.0  # softmax - one-hot: the loss's gradient in the logits
+        residual = proba[:, -outputs:] * row_share[:, None, :]
+        coef_grad = (residual.reshape(-1, residual.shape[2]) @ self.X).reshape(coef.shape)
         coef_grad += penalty[:, None, None] * coef
-        grad = np.concatenate([coef_grad.reshape(len(coef), -1), residual.sum(axis=1)], axis=1)
+        grad = np.concatenate([coef_grad.reshape(n_problems, -1), residual.sum(axis=2)],
+                              axis=1)
         return value, grad
 
 
