@@ -25,14 +25,16 @@ from qmatch_sklearn.heads._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MAX_BINS,
     MAX_MIN_SAMPLES_LEAF,
+    MEMBER_FOLDS,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     MIN_CAPPED_BINS,
     boosting_model,
     check_trees,
     export_trees,
-    fit_boosted_member,
+    fit_member_trees,
     histogram_bins,
+    member_out_of_fold,
     min_samples_leaf,
     splittable_columns,
     stacking_weight,
@@ -139,14 +141,15 @@ def test_a_column_it_cannot_split_is_left_out_and_the_others_keep_their_index():
     folds = list(StratifiedKFold(5, shuffle=False).split(X, y))
     X = np.c_[X, np.zeros(len(y), np.float32)]
     X[folds[0][1][0], -1] = 1.0  # constant in the training part of the first fold only
-    trees, _, out_of_fold = fit_boosted_member(X, y, folds, 0)
+    _, out_of_fold = member_out_of_fold(X, y, folds, 0)
+    trees = fit_member_trees(X, y, 0)
     assert np.isfinite(out_of_fold).all()
     assert not {0, 1} & set(trees["feature"][~trees["is_leaf"]])
     reference = member_model(X[:, 2:], y, 0)
     np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)),
                                reference.predict_proba(X[:, 2:]), atol=1e-12)
-    assert fit_boosted_member(np.full_like(X, np.nan), y, folds, 0) is None
-    assert fit_boosted_member(np.ones_like(X), y, folds, 0) is None
+    assert member_out_of_fold(np.full_like(X, np.nan), y, folds, 0) is None
+    assert member_out_of_fold(np.ones_like(X), y, folds, 0) is None
 
 
 def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
@@ -155,7 +158,7 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     the rows' mean log-likelihood peaks."""
     X, y = table(3, n_rows=150, n_classes=3)
     folds = list(StratifiedKFold(5, shuffle=True, random_state=3).split(X, y))
-    trees, temperature, out_of_fold = fit_boosted_member(X, y, folds, 3)
+    temperature, out_of_fold = member_out_of_fold(X, y, folds, 3)
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
     held_out = np.zeros((len(y), 3))
     for train, test in folds:
@@ -169,8 +172,8 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
                                atol=1e-9)
     assert score(temperature * 1.5) < score(temperature) > score(temperature / 1.5)
     whole = member_model(X, y, 3)
-    np.testing.assert_allclose(np.exp(tree_log_proba(trees, X, 1.0)), whole.predict_proba(X),
-                               atol=1e-12)
+    np.testing.assert_allclose(np.exp(tree_log_proba(fit_member_trees(X, y, 3), X, 1.0)),
+                               whole.predict_proba(X), atol=1e-12)
 
 
 def log_proba_of(seed, n_rows, n_classes):
@@ -251,6 +254,37 @@ def test_where_a_linear_head_predicts_better_the_trees_weigh_little():
     model = classifier().fit(X, y_semi)
     assert model.boosting_weight_ < 0.1
     assert (model.predict(X[300:]) == y[300:]).mean() > 0.9
+
+
+def test_the_member_is_read_out_of_its_own_folds_and_refitted_only_where_it_weighs(
+        monkeypatch):
+    """Its out-of-fold log-odds come from MEMBER_FOLDS stratified folds that
+    partition the labeled rows; its trees on all of them are fitted only when
+    its stacking weight counts (a weight of 0 costs no fit on all rows)."""
+    import qmatch_sklearn.heads._logistic as logistic
+
+    seen, fitted = [], []
+    out_of_fold = logistic.member_out_of_fold
+    monkeypatch.setattr(logistic, "member_out_of_fold",
+                        lambda X, targets, folds, *args: seen.append((targets, folds))
+                        or out_of_fold(X, targets, folds, *args))
+    trees = logistic.fit_member_trees
+    monkeypatch.setattr(logistic, "fit_member_trees",
+                        lambda *args: fitted.append(True) or trees(*args))
+    X, _, y_semi = semi_supervised(300, xor)
+    assert classifier().fit(X, y_semi).boosted_trees_ is not None and fitted
+    (targets, folds), = seen
+    assert len(folds) == MEMBER_FOLDS
+    tests = np.concatenate([test for _, test in folds])
+    np.testing.assert_array_equal(np.sort(tests), np.arange(len(targets)))
+    for train, test in folds:
+        assert not np.intersect1d(train, test).size
+        assert abs(targets[test].mean() - targets.mean()) < 0.02  # stratified
+    seen.clear(), fitted.clear()
+    monkeypatch.setattr(logistic, "stacking_weight", lambda *args: 0.0)
+    model = classifier().fit(X, y_semi)
+    assert seen and not fitted
+    assert model.boosting_weight_ == 0.0 and model.boosted_trees_ is None
 
 
 def test_below_the_minimum_of_labeled_rows_no_member_is_tried():

@@ -2,7 +2,8 @@
 
 One set of folds serves the regressions (:mod:`._averaging`, :mod:`._logistic_batch`),
 their twins (:mod:`._self_training`, :mod:`._label_spreading`) and the stacking of the
-boosted member (:mod:`._boosting`). Its prediction is :class:`~._prediction.ClassifierHead`.
+boosted member (:mod:`._boosting`), whose own log-odds are read out of fewer folds
+(``MEMBER_FOLDS``). Its prediction is :class:`~._prediction.ClassifierHead`.
 """
 
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from .._engine import TrainingResult
 from .._warnings import warn
 from ._averaging import block_weights, pseudo_bma_weights, scale_block, weigh_embedding_block
 from ._boosting import (
+    MEMBER_FOLDS,
     MIN_BOOSTING_WEIGHT,
-    fit_boosted_member,
+    fit_member_trees,
+    member_out_of_fold,
     stacking_weight,
     tries_boosted_member,
 )
@@ -40,6 +43,8 @@ LOGISTIC = "logistic"
 LOGISTIC_MAX_ITER = 1000
 #: The logistic head's grid of C, increasing: ``LogisticRegressionCV``'s ten defaults.
 CS = np.logspace(-4, 4, 10)
+#: Most folds of the head's cross-validation (``LogisticRegressionCV``'s default).
+HEAD_FOLDS = 5
 #: Falls in a row of the mean held-out score that stop a path (:func:`past_the_peak`).
 PATH_PATIENCE = 2
 #: A plain regression's possible twins (``self_training=True``, ``label_spreading=True``),
@@ -73,12 +78,13 @@ def past_the_peak(scores):
     return len(scores) > PATH_PATIENCE and bool(np.all(np.diff(scores[-PATH_PATIENCE - 1:]) < 0))
 
 
-def head_folds(targets, seed, sample_weight=None):
+def head_folds(targets, seed, sample_weight=None, n_folds=HEAD_FOLDS):
     """The closed-form head's folds as ``(train, test)`` row indices, or None when a class
     has one row of positive weight (the head then fits C=1).
 
-    ``StratifiedKFold`` splits the rows of positive weight into at most 5 folds; rows of a
-    class with only weights of 0 train in every fold, so that every fit has every class.
+    ``StratifiedKFold`` splits the rows of positive weight into at most ``n_folds`` folds;
+    rows of a class with only weights of 0 train in every fold, so that every fit has
+    every class.
     """
     positive = (np.ones(len(targets), dtype=bool) if sample_weight is None
                 else np.asarray(sample_weight) > 0)
@@ -86,7 +92,7 @@ def head_folds(targets, seed, sample_weight=None):
     smallest = counts[counts > 0].min()
     if smallest < 2:
         return None
-    n_folds = min(5, smallest)
+    n_folds = min(n_folds, smallest)
     counted = np.flatnonzero(positive)
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
     tests = [counted[test] for _, test in splitter.split(counted, targets[counted])]
@@ -219,16 +225,19 @@ def fit_logistic_head_(
     member = None
     if (inputs is not None and not issparse(inputs) and average.folds is not None
             and tries_boosted_member(targets)):
-        member = fit_boosted_member(inputs, targets, average.folds, seed, sample_weight)
+        member = member_out_of_fold(
+            inputs, targets, head_folds(targets, seed, sample_weight, MEMBER_FOLDS), seed,
+            sample_weight)
     if member is not None:
-        trees, temperature, member_log_proba = member
+        temperature, member_log_proba = member
         head_logits = honest_out_of_fold(average, embeddings, n_embedding)
         boosting_weight = stacking_weight(
             log_softmax(head_logits, axis=1), member_log_proba, targets, sample_weight
         )
-        if boosting_weight >= MIN_BOOSTING_WEIGHT:
+        if boosting_weight >= MIN_BOOSTING_WEIGHT:  # only then its trees on all rows
             attributes.update(
-                boosting_weight_=float(boosting_weight), boosted_trees_=trees,
+                boosting_weight_=float(boosting_weight),
+                boosted_trees_=fit_member_trees(inputs, targets, seed, sample_weight),
                 boosting_temperature_=temperature,
             )
     return TrainingResult(History(), 0, 0, None), attributes
