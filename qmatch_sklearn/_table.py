@@ -24,6 +24,7 @@ by ``transform``, ``predict``, :func:`~qmatch_sklearn.save` and the ONNX export.
 
 import contextlib
 import datetime
+import decimal
 
 import numpy as np
 import pandas as pd
@@ -758,13 +759,35 @@ def _arrow_dictionaries_as_categories(frame):
     return frame
 
 
+def _all_decimals(column):
+    """Whether an object column's observed values are all ``decimal.Decimal`` (and one is)."""
+    observed = column.dropna()
+    return (len(observed) > 0 and isinstance(observed.iat[0], decimal.Decimal)
+            and all(isinstance(value, decimal.Decimal) for value in observed))
+
+
+def _decimals_as_floats(frame):
+    """A pandas DataFrame with its object columns of ``decimal.Decimal`` values (pandas'
+    ``read_sql`` of a NUMERIC column) as float64, as pyarrow's decimals are read, in a
+    shallow copy: as objects "from_dtype" would read each distinct value as a category."""
+    columns = [j for j, dtype in enumerate(frame.dtypes)
+               if is_object_dtype(dtype) and _all_decimals(frame.iloc[:, j])]
+    if not columns:
+        return frame
+    frame = frame.copy(deep=False)
+    for j in columns:
+        frame.isetitem(j, frame.iloc[:, j].astype(np.float64))
+    return frame
+
+
 def as_pandas(X):
     """A polars or pyarrow table as the pandas DataFrame its Arrow form converts to, read alike
-    (anything else as it is, but a pandas DataFrame's Arrow dictionaries as categoricals). A
-    polars ``Categorical`` declares no order, so its categories are sorted as pandas sorts
-    inferred ones; an ``Enum``'s and an Arrow dictionary's keep theirs."""
+    (anything else as it is, but a pandas DataFrame's Arrow dictionaries as categoricals and
+    its object columns of decimals as numbers). A polars ``Categorical`` declares no order, so
+    its categories are sorted as pandas sorts inferred ones; an ``Enum``'s and an Arrow
+    dictionary's keep theirs."""
     if isinstance(X, pd.DataFrame):
-        return _arrow_dictionaries_as_categories(X)
+        return _decimals_as_floats(_arrow_dictionaries_as_categories(X))
     library = type(X).__module__.split(".")[0]
     if library not in FOREIGN_TABLES:
         return X

@@ -88,6 +88,19 @@ def test_booleans_with_nulls_dates_and_decimals_read_as_pandas_reads_its_own():
         prices = [decimal.Decimal(f"{1 + i / 7:.2f}") for i in range(40)]
         decimals = pa.table({"x": frame["x"].tolist(), "price": pa.array(prices)})
         assert QMatchEncoder(**params).fit(decimals).is_categorical_ is None
+        # pandas' own decimals (read_sql of a NUMERIC column): objects, read as numbers
+        as_objects = pd.DataFrame({"x": frame["x"], "price": pd.Series(
+            [None if i % 9 == 0 else price for i, price in enumerate(prices)], dtype=object)})
+        as_floats = as_objects.astype({"price": np.float64})
+        encoder = QMatchEncoder(**params).fit(as_objects)
+        assert encoder.is_categorical_ is None
+        np.testing.assert_array_equal(encoder.transform(as_objects),
+                                      QMatchEncoder(**params).fit(as_floats).transform(as_floats))
+        assert as_objects["price"].dtype == object  # the caller's frame as it was
+        assert isinstance(as_objects["price"].iat[1], decimal.Decimal)
+        # a column of decimals and strings stays one of categories
+        mixed = as_objects.assign(price=as_objects["price"].where(as_objects.index != 1, "n/a"))
+        assert QMatchEncoder(**params).fit(mixed).is_categorical_.tolist() == [False, True]
 
 
 def test_a_model_fitted_on_polars_exports_from_a_polars_sample(readme_table):
