@@ -5,9 +5,10 @@ network's input rows afterwards. pandas, polars and pyarrow tables (:func:`as_pa
 and sparse matrices enter here; a new kind of column is added here. It learns:
 
 - **Categorical columns** (``categorical_features``; "from_dtype" reads ``category``, ``string``
-  and ``object`` dtypes, as ``HistGradientBoostingClassifier``): ``categories_``, each column a
-  one-hot block, zeros for a missing or unseen category (as ``OneHotEncoder`` with
-  ``handle_unknown="ignore"``), corrupted as one unit. Dates and durations are refused by name.
+  and ``object`` dtypes, as ``HistGradientBoostingClassifier``, but objects that are all
+  decimals as numbers): ``categories_``, each column a one-hot block, zeros for a missing or
+  unseen category (as ``OneHotEncoder`` with ``handle_unknown="ignore"``), corrupted as one
+  unit. Dates and durations are refused by name.
 - **The numeric map** ``x' = clip((x - center_) / scale_, -MAX_DEVIATION, MAX_DEVIATION)``,
   fitted in float64 on all rows and invariant to a column's affine units: ``StandardScaler``
   with a scale at least the range over ``MAX_DEVIATION`` (rare values stay moderate); a
@@ -759,25 +760,43 @@ def _arrow_dictionaries_as_categories(frame):
     return frame
 
 
-def _all_decimals(column):
-    """Whether an object column's observed values are all ``decimal.Decimal`` (and one is)."""
-    observed = column.dropna()
-    return (len(observed) > 0 and isinstance(observed.iat[0], decimal.Decimal)
-            and all(isinstance(value, decimal.Decimal) for value in observed))
+def _holds_only(column, types):
+    """Whether an object column's observed values are all of ``types`` (booleans are not
+    numbers here); True for a column with none."""
+    return all(isinstance(value, types) and not isinstance(value, (bool, np.bool_))
+               for value in column.dropna())
 
 
-def _decimals_as_floats(frame):
-    """A pandas DataFrame with its object columns of ``decimal.Decimal`` values (pandas'
-    ``read_sql`` of a NUMERIC column) as float64, as pyarrow's decimals are read, in a
-    shallow copy: as objects "from_dtype" would read each distinct value as a category."""
-    columns = [j for j, dtype in enumerate(frame.dtypes)
-               if is_object_dtype(dtype) and _all_decimals(frame.iloc[:, j])]
+def _objects_as_floats(frame, columns):
+    """``frame`` with its ``columns`` as float64, in a shallow copy (the caller's is kept)."""
     if not columns:
         return frame
     frame = frame.copy(deep=False)
     for j in columns:
         frame.isetitem(j, frame.iloc[:, j].astype(np.float64))
     return frame
+
+
+def _decimals_as_floats(frame):
+    """A pandas DataFrame with its object columns of ``decimal.Decimal`` values (pandas'
+    ``read_sql`` of a NUMERIC column) as float64, as pyarrow's decimals are read: as objects
+    "from_dtype" would read each distinct value as a category."""
+    return _objects_as_floats(frame, [
+        j for j, dtype in enumerate(frame.dtypes)
+        if is_object_dtype(dtype) and frame.iloc[:, j].notna().any()
+        and _holds_only(frame.iloc[:, j], decimal.Decimal)])
+
+
+def numbers_as_floats(frame, numeric):
+    """The object columns of a later ``frame`` that were numeric at fit (``numeric``) and hold
+    only numbers or nothing, as float64: a batch of a NUMERIC column read by ``read_sql``
+    may hold no decimal (all NULL) or floats beside them."""
+    if not isinstance(frame, pd.DataFrame) or len(numeric) != frame.shape[1]:
+        return frame
+    return _objects_as_floats(frame, [
+        j for j, dtype in enumerate(frame.dtypes)
+        if numeric[j] and is_object_dtype(dtype)
+        and _holds_only(frame.iloc[:, j], (decimal.Decimal, int, float, np.number))])
 
 
 def as_pandas(X):
@@ -895,6 +914,8 @@ class TableInput(BaseEstimator):
             self.is_categorical_ = mask
             self.categories_ = None if mask is None else fit_categories(X, mask)
         mask = self.is_categorical_
+        if not fit and mask is not None:
+            X = numbers_as_floats(X, ~mask)
         refuse_unreadable_columns(X, mask)
         if mask is not None:
             return self._table_rows(owner, X, y, reset=reset, fit=fit)

@@ -280,7 +280,8 @@ def test_the_member_is_read_out_of_its_own_folds_and_refitted_only_where_it_weig
     for train, test in folds:
         assert not np.intersect1d(train, test).size
         assert abs(targets[test].mean() - targets.mean()) < 0.02  # stratified
-    seen.clear(), fitted.clear()
+    seen.clear()
+    fitted.clear()
     monkeypatch.setattr(logistic, "stacking_weight", lambda *args: 0.0)
     model = classifier().fit(X, y_semi)
     assert seen and not fitted

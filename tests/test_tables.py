@@ -98,6 +98,19 @@ def test_booleans_with_nulls_dates_and_decimals_read_as_pandas_reads_its_own():
                                       QMatchEncoder(**params).fit(as_floats).transform(as_floats))
         assert as_objects["price"].dtype == object  # the caller's frame as it was
         assert isinstance(as_objects["price"].iat[1], decimal.Decimal)
+        # later batches of that column hold no decimal (a NULL) or floats beside them, with
+        # a categorical column beside it or without: read as numbers as at fit
+        for other in ({}, {"kind": ["a", "b"] * 20}):
+            fitted = QMatchEncoder(**params).fit(as_objects.assign(**other))
+            twin = QMatchEncoder(**params).fit(as_floats.assign(**other))
+            for batch in ([None, None], [decimal.Decimal("NaN"), None], [1.5, None],
+                          [decimal.Decimal("1"), 2.0]):
+                rows = as_objects.iloc[:2].assign(
+                    price=pd.Series(batch, dtype=object, index=[0, 1]),
+                    **{name: values[:2] for name, values in other.items()})
+                np.testing.assert_array_equal(
+                    fitted.transform(rows),
+                    twin.transform(rows.astype({"price": np.float64})), err_msg=str(batch))
         # a column of decimals and strings stays one of categories
         mixed = as_objects.assign(price=as_objects["price"].where(as_objects.index != 1, "n/a"))
         assert QMatchEncoder(**params).fit(mixed).is_categorical_.tolist() == [False, True]

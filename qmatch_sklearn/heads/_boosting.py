@@ -231,6 +231,6 @@ def member_out_of_fold(X, targets, folds, seed, sample_weight=None):
 def fit_member_trees(X, targets, seed, sample_weight=None):
     """The member's trees (:func:`export_trees`) fitted on all the dense labeled rows ``X``,
     once :func:`member_out_of_fold` found a column to split on in every fold (a column
-    observed in a fold's training rows is observed in all of them)."""
+    splittable among a fold's training rows of positive weight is among all of them)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     return export_trees(*_fit_trees(X, targets, weights, seed))

@@ -65,7 +65,7 @@ class _Objective:
     """F and its gradient for every problem, parameters flattened to (problems, m).
 
     It works in a (problems, classes, rows) layout, where the gradient of the weights is one
-    matrix product with ``X`` and no array is transposed."""
+    matrix product with ``X`` and no transposed array is copied."""
 
     def __init__(self, X, targets, weights, C, n_classes):
         self.X = np.asarray(X, dtype=np.float64)
@@ -101,7 +101,7 @@ class _Objective:
         normaliser = proba.sum(axis=1, keepdims=True)
         proba /= normaliser
         # the rows' classes in the flat (problems, classes, rows) arrays
-        at = target_at + (np.arange(n_problems) * proba[0].size)[:, None]
+        at = target_at + (np.arange(n_problems) * proba.shape[1] * proba.shape[2])[:, None]
         row_log_proba = logits.reshape(-1)[at] - np.log(normaliser[:, 0])
         value = -(row_share * row_log_proba).sum(axis=1)
         value += 0.5 * penalty * np.square(coef).sum(axis=(1, 2))
