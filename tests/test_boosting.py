@@ -25,7 +25,6 @@ from qmatch_sklearn.heads._boosting import (
     LOG_TEMPERATURE_BOUNDS,
     MAX_BINS,
     MAX_MIN_SAMPLES_LEAF,
-    MEMBER_FOLDS,
     MIN_BOOSTING_ROWS,
     MIN_BOOSTING_ROWS_PER_CLASS,
     MIN_CAPPED_BINS,
@@ -40,6 +39,7 @@ from qmatch_sklearn.heads._boosting import (
     stacking_weight,
     tries_boosted_member,
 )
+from qmatch_sklearn.heads._logistic import HEAD_FOLDS
 from qmatch_sklearn.heads._prediction import Trees, tree_depth
 
 from .conftest import tiny_encoder_params
@@ -256,11 +256,11 @@ def test_where_a_linear_head_predicts_better_the_trees_weigh_little():
     assert (model.predict(X[300:]) == y[300:]).mean() > 0.9
 
 
-def test_the_member_is_read_out_of_its_own_folds_and_refitted_only_where_it_weighs(
+def test_the_member_is_read_out_of_the_head_s_folds_and_refitted_only_where_it_weighs(
         monkeypatch):
-    """Its out-of-fold log-odds come from MEMBER_FOLDS stratified folds that
-    partition the labeled rows; its trees on all of them are fitted only when
-    its stacking weight counts (a weight of 0 costs no fit on all rows)."""
+    """Its out-of-fold log-odds come from the head's HEAD_FOLDS stratified folds,
+    which partition the labeled rows; its trees on all of them are fitted only
+    when its stacking weight counts (a weight of 0 costs no fit on all rows)."""
     import qmatch_sklearn.heads._logistic as logistic
 
     seen, fitted = [], []
@@ -274,7 +274,7 @@ def test_the_member_is_read_out_of_its_own_folds_and_refitted_only_where_it_weig
     X, _, y_semi = semi_supervised(300, xor)
     assert classifier().fit(X, y_semi).boosted_trees_ is not None and fitted
     (targets, folds), = seen
-    assert len(folds) == MEMBER_FOLDS
+    assert len(folds) == HEAD_FOLDS
     tests = np.concatenate([test for _, test in folds])
     np.testing.assert_array_equal(np.sort(tests), np.arange(len(targets)))
     for train, test in folds:

@@ -21,12 +21,6 @@ MIN_BOOSTING_ROWS = 50
 MIN_BOOSTING_ROWS_PER_CLASS = 10
 #: A member weighed below this is dropped: it would move no probability by more.
 MIN_BOOSTING_WEIGHT = 1e-6
-#: Folds of the member's out-of-fold log-odds (stratified and seeded as the head's, at most
-#: as many as the smallest class has rows). They fix only two numbers, its temperature and
-#: its stacking weight, so 3 fits serve where the head's 5 folds would cost two more (a
-#: third of the member's time, with the fit on all rows). Judged on the few-label
-#: benchmark (benchmarks/results/fewlabel.md, config member-3fold).
-MEMBER_FOLDS = 3
 #: Bounds of the log-temperature dividing the member's log-odds.
 LOG_TEMPERATURE_BOUNDS = (np.log(0.05), np.log(20.0))
 

@@ -2,8 +2,7 @@
 
 One set of folds serves the regressions (:mod:`._averaging`, :mod:`._logistic_batch`),
 their twins (:mod:`._self_training`, :mod:`._label_spreading`) and the stacking of the
-boosted member (:mod:`._boosting`), whose own log-odds are read out of fewer folds
-(``MEMBER_FOLDS``). Its prediction is :class:`~._prediction.ClassifierHead`.
+boosted member (:mod:`._boosting`). Its prediction is :class:`~._prediction.ClassifierHead`.
 """
 
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from .._engine import TrainingResult
 from .._warnings import warn
 from ._averaging import block_weights, pseudo_bma_weights, scale_block, weigh_embedding_block
 from ._boosting import (
-    MEMBER_FOLDS,
     MIN_BOOSTING_WEIGHT,
     fit_member_trees,
     member_out_of_fold,
@@ -78,11 +76,11 @@ def past_the_peak(scores):
     return len(scores) > PATH_PATIENCE and bool(np.all(np.diff(scores[-PATH_PATIENCE - 1:]) < 0))
 
 
-def head_folds(targets, seed, sample_weight=None, n_folds=HEAD_FOLDS):
+def head_folds(targets, seed, sample_weight=None):
     """The closed-form head's folds as ``(train, test)`` row indices, or None when a class
     has one row of positive weight (the head then fits C=1).
 
-    ``StratifiedKFold`` splits the rows of positive weight into at most ``n_folds`` folds;
+    ``StratifiedKFold`` splits the rows of positive weight into at most ``HEAD_FOLDS`` folds;
     rows of a class with only weights of 0 train in every fold, so that every fit has
     every class.
     """
@@ -92,7 +90,7 @@ def head_folds(targets, seed, sample_weight=None, n_folds=HEAD_FOLDS):
     smallest = counts[counts > 0].min()
     if smallest < 2:
         return None
-    n_folds = min(n_folds, smallest)
+    n_folds = min(HEAD_FOLDS, smallest)
     counted = np.flatnonzero(positive)
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
     tests = [counted[test] for _, test in splitter.split(counted, targets[counted])]
@@ -225,9 +223,7 @@ def fit_logistic_head_(
     member = None
     if (inputs is not None and not issparse(inputs) and average.folds is not None
             and tries_boosted_member(targets)):
-        member = member_out_of_fold(
-            inputs, targets, head_folds(targets, seed, sample_weight, MEMBER_FOLDS), seed,
-            sample_weight)
+        member = member_out_of_fold(inputs, targets, average.folds, seed, sample_weight)
     if member is not None:
         temperature, member_log_proba = member
         head_logits = honest_out_of_fold(average, embeddings, n_embedding)
