@@ -54,11 +54,11 @@ projection_sizes : tuple of int, default=(512, 128)
     "categorical_features_uncorrupted": """\
 categorical_features : "from_dtype", array-like or None, default="from_dtype"
     The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's columns of dtype
-    ``category``, ``string`` or ``object`` (but for objects that are all decimals, read as
-    numbers); an array-like names them (indices, names or a
-    boolean mask; integer codes allowed); None makes every column numeric. Each becomes a
-    one-hot block of the categories seen at fit (``categories_``, at most 255), all zeros for a
-    missing value or an unseen category.
+    ``category``, ``string`` or ``object`` (but objects that are all decimals, read as
+    numbers); an array-like names them (indices, names or a boolean mask; integer codes
+    allowed); None makes every column numeric. Each becomes a one-hot block of the
+    categories seen at fit (``categories_``, at most 255), all zeros for a missing value or
+    an unseen category.
 """,
     "hidden_sizes_encoder": """\
 hidden_sizes : tuple of int, default=None

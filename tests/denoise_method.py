@@ -82,9 +82,10 @@ class DenoiseEncoder(BasePretextEncoder):
         one-hot columns off a fitted ColumnTransformer.
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         The categorical columns of ``X``: ``"from_dtype"`` takes a DataFrame's
-        columns of dtype ``category``, ``string`` or ``object``; an array-like
-        names them (indices, names or a boolean mask; integer codes allowed);
-        None makes every column numeric. Each becomes a one-hot block of the
+        columns of dtype ``category``, ``string`` or ``object`` (but objects that
+        are all decimals, read as numbers); an array-like names them (indices,
+        names or a boolean mask; integer codes allowed); None makes every column
+        numeric. Each becomes a one-hot block of the
         categories seen at fit (``categories_``, at most 255), all zeros for a
         missing value or an unseen category. Each block is corrupted as one unit.
     hidden_sizes : tuple of int, default=None
