@@ -185,7 +185,8 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     for iteration in range(max_iter):
         if not active.any():
             break
-        live = np.flatnonzero(active)
+        # all problems live (the common case): a slice, whose views copy nothing
+        live = slice(None) if active.all() else np.flatnonzero(active)
         x, f, g = params[live], value[live], grad[live]
         direction = _direction(g, steps[:, live], changes[:, live],
                                inverse_curvature[:, live], n_pairs, newest)
@@ -193,7 +194,7 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
         uphill = slope >= 0  # a stale pair can point uphill: fall back to the gradient
         direction[uphill] = -g[uphill]
         slope = np.where(uphill, -(g * g).sum(axis=1), slope)
-        step = np.ones(len(live))
+        step = np.ones(len(f))
         if iteration == 0:  # scipy's first step: at most a unit move
             step = np.minimum(1.0 / np.maximum(np.abs(direction).sum(axis=1), 1e-300), 1.0)
         for _ in range(MAX_HALVINGS):
