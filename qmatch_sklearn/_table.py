@@ -760,11 +760,14 @@ def _arrow_dictionaries_as_categories(frame):
     return frame
 
 
-def _holds_only(column, types):
+def _holds_only(column, types, *, if_none):
     """Whether an object column's observed values are all of ``types`` (booleans are not
-    numbers here); True for a column with none."""
+    numbers here); ``if_none`` for a column with none."""
+    observed = column.dropna()
+    if not len(observed):
+        return if_none
     return all(isinstance(value, types) and not isinstance(value, (bool, np.bool_))
-               for value in column.dropna())
+               for value in observed)
 
 
 def _objects_as_floats(frame, columns):
@@ -783,8 +786,8 @@ def _decimals_as_floats(frame):
     "from_dtype" would read each distinct value as a category."""
     return _objects_as_floats(frame, [
         j for j, dtype in enumerate(frame.dtypes)
-        if is_object_dtype(dtype) and frame.iloc[:, j].notna().any()
-        and _holds_only(frame.iloc[:, j], decimal.Decimal)])
+        if is_object_dtype(dtype) and _holds_only(frame.iloc[:, j], decimal.Decimal,
+                                                  if_none=False)])
 
 
 def numbers_as_floats(frame, numeric):
@@ -796,7 +799,8 @@ def numbers_as_floats(frame, numeric):
     return _objects_as_floats(frame, [
         j for j, dtype in enumerate(frame.dtypes)
         if numeric[j] and is_object_dtype(dtype)
-        and _holds_only(frame.iloc[:, j], (decimal.Decimal, int, float, np.number))])
+        and _holds_only(frame.iloc[:, j], (decimal.Decimal, int, float, np.number),
+                        if_none=True)])
 
 
 def as_pandas(X):
