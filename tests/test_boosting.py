@@ -38,6 +38,7 @@ from qmatch_sklearn.heads._boosting import (
     splittable_columns,
     stacking_weight,
     tries_boosted_member,
+    vector_boosting_model,
 )
 from qmatch_sklearn.heads._logistic import HEAD_FOLDS
 from qmatch_sklearn.heads._prediction import Trees, tree_depth
@@ -45,9 +46,11 @@ from qmatch_sklearn.heads._prediction import Trees, tree_depth
 from .conftest import tiny_encoder_params
 
 
-def member_model(X, y, seed):
-    """The boosting as the member fits it on all columns of ``X``: its bins
-    hold at least a leaf of rows."""
+def member_model(X, y, seed, n_classes=2):
+    """The boosting as the member fits it on all columns of ``X``: for two classes its
+    bins hold at least a leaf of rows; for more, one tree of vector leaves a round."""
+    if n_classes > 2:
+        return vector_boosting_model(len(y), n_classes, seed).fit(X, y)
     bins = histogram_bins(X, min_samples_leaf(len(y)))
     return boosting_model(len(y), seed, bins).fit(X, y)
 
@@ -162,7 +165,7 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     assert np.exp(LOG_TEMPERATURE_BOUNDS[0]) <= temperature <= np.exp(LOG_TEMPERATURE_BOUNDS[1])
     held_out = np.zeros((len(y), 3))
     for train, test in folds:
-        held_out[test] = member_model(X[train], y[train], 3).decision_function(X[test])
+        held_out[test] = member_model(X[train], y[train], 3, 3).decision_function(X[test])
 
     def score(t):
         log_proba = log_softmax(held_out / t, axis=1)[np.arange(len(y)), y]
@@ -171,9 +174,9 @@ def test_the_member_is_scored_out_of_fold_at_its_best_temperature():
     np.testing.assert_allclose(out_of_fold, log_softmax(held_out / temperature, axis=1),
                                atol=1e-9)
     assert score(temperature * 1.5) < score(temperature) > score(temperature / 1.5)
-    whole = member_model(X, y, 3)
-    np.testing.assert_allclose(np.exp(tree_log_proba(fit_member_trees(X, y, 3), X, 1.0)),
-                               whole.predict_proba(X), atol=1e-12)
+    whole = member_model(X, y, 3, 3)
+    np.testing.assert_allclose(tree_log_proba(fit_member_trees(X, y, 3), X, 1.0),
+                               log_softmax(whole.decision_function(X), axis=1), atol=1e-12)
 
 
 def log_proba_of(seed, n_rows, n_classes):

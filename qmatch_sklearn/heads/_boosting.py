@@ -2,7 +2,8 @@
 
 It wins on some tables and loses badly on others, so it is stacked (:func:`stacking_weight`).
 ``HistGradientBoostingClassifier`` (Friedman, 2001, "Greedy function approximation: a
-gradient boosting machine"), its log-odds tempered out of fold (Guo et al., 2017, "On
+gradient boosting machine") for two classes, one tree of vector leaves a round for more
+(:mod:`._vector_boosting`), its log-odds tempered out of fold (Guo et al., 2017, "On
 calibration of modern neural networks", section 4.2) as boosting on few rows is
 overconfident; its trees are kept as arrays (:func:`export_trees`), so loading unpickles nothing.
 """
@@ -13,6 +14,7 @@ from scipy.special import log_softmax
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from .._table import observed_moments
+from ._vector_boosting import VectorLeafBoosting
 
 #: Labeled rows, and rows per class on average, below which no member is tried: its
 #: out-of-fold likelihood is too noisy, and a class of a few rows gives its trees nothing to
@@ -70,12 +72,26 @@ def histogram_bins(X, rows_per_leaf=1):
 
 
 def boosting_model(n_rows, seed, max_bins=MAX_BINS):
-    """The member's estimator for ``n_rows`` labeled rows (no early stopping: no rows to
-    spare)."""
+    """The member's estimator for ``n_rows`` labeled rows of two classes (no early
+    stopping: no rows to spare)."""
     return HistGradientBoostingClassifier(
         min_samples_leaf=min_samples_leaf(n_rows), early_stopping=False, random_state=seed,
         max_bins=max_bins, **BOOSTING_PARAMS,
     )
+
+
+#: ``BOOSTING_PARAMS`` for one tree of vector leaves a round (:mod:`._vector_boosting`):
+#: one tree serves every class where K trees of depth 4 did, so it is as deep as
+#: CatBoost's trees (depth 6), whose ``MultiClass`` grows such trees. Tuned on the
+#: few-label benchmark (benchmarks/results/fewlabel.md).
+VECTOR_BOOSTING_PARAMS = {**BOOSTING_PARAMS, "max_depth": 6}
+
+
+def vector_boosting_model(n_rows, n_classes, seed):
+    """The member's estimator for ``n_rows`` labeled rows of ``n_classes`` (three or more)
+    classes: ``VECTOR_BOOSTING_PARAMS``, one tree a round instead of one per class."""
+    return VectorLeafBoosting(n_classes, min_samples_leaf=min_samples_leaf(n_rows),
+                              random_state=seed, **VECTOR_BOOSTING_PARAMS)
 
 
 def export_trees(model, columns):
@@ -174,14 +190,17 @@ def splittable_columns(X):
     return np.flatnonzero((high > low) | ((count > 0) & (count < len(X))))
 
 
-def _fit_trees(X, targets, weights, seed):
-    """``(model, columns)``: the boosting fitted on the :func:`splittable_columns` of the
-    rows of positive weight (the others would waste ``max_features`` draws and
-    histograms), or None when there is none."""
+def _fit_trees(X, targets, weights, seed, n_classes):
+    """``(model, columns)``: the boosting for ``n_classes`` classes fitted on the
+    :func:`splittable_columns` of the rows of positive weight (the others would waste
+    ``max_features`` draws and histograms), or None when there is none."""
     columns = splittable_columns(X[weights > 0])
     if not len(columns):
         return None
     X = X[:, columns]
+    if n_classes > 2:
+        model = vector_boosting_model(len(targets), n_classes, seed)
+        return model.fit(X, targets, sample_weight=weights), columns
     bins = histogram_bins(X, min_samples_leaf(len(targets)))
     # rows all of weight 1 pass no weights: the same trees (a test holds it), without
     # scikit-learn's slow weighted binning
@@ -197,11 +216,11 @@ def member_out_of_fold(X, targets, folds, seed, sample_weight=None):
     when some fold's fit has no column to split on: each row's log-odds from trees fitted
     on the other ``folds``, divided by the temperature that maximises their likelihood;
     ``out_of_fold`` are the resulting log-probabilities."""
-    n_rows = len(targets)
+    n_rows, n_classes = len(targets), int(targets.max()) + 1
     weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)
-    out_of_fold = np.zeros((n_rows, int(targets.max()) + 1))
+    out_of_fold = np.zeros((n_rows, n_classes))
     for train, test in folds:
-        fitted = _fit_trees(X[train], targets[train], weights[train], seed)
+        fitted = _fit_trees(X[train], targets[train], weights[train], seed, n_classes)
         if fitted is None:
             return None
         model, columns = fitted
@@ -227,4 +246,7 @@ def fit_member_trees(X, targets, seed, sample_weight=None):
     once :func:`member_out_of_fold` found a column to split on in every fold (a column
     splittable among a fold's training rows of positive weight is among all of them)."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    return export_trees(*_fit_trees(X, targets, weights, seed))
+    model, columns = _fit_trees(X, targets, weights, seed, int(targets.max()) + 1)
+    if isinstance(model, VectorLeafBoosting):
+        return model.export(columns)
+    return export_trees(model, columns)
