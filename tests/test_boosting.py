@@ -511,16 +511,17 @@ def test_bins_hold_at_least_a_leaf_of_rows(seed, n_rows, rows_per_leaf):
 
 def test_check_trees_refuses_shared_children_and_leaves_pointing_outside():
     """A file's trees are walked without checks: a node that two parents share (a
-    graph whose walk would double at every level) and a leaf's feature outside the
-    input are refused, as exported trees never hold them."""
+    graph whose walk would double at every level), a leaf's feature outside the
+    input, values of another number of outputs than the classes' scores and a root
+    past the nodes are refused, as exported trees never hold them."""
     X, y = table(2, n_rows=200, n_classes=2, missing=0.0)
     trees = export_trees(boosting_model(len(y), 2).fit(X, y), np.arange(X.shape[1]))
     check_trees(trees, X.shape[1], 2)
     n = 40  # a chain of nodes whose two children are both the next node
     chain = {**{name: np.zeros(n, dtype=trees[name].dtype) for name in trees},
              "left": np.arange(1, n + 1) % n, "right": np.arange(1, n + 1) % n,
-             "is_leaf": np.arange(n) == n - 1, "roots": np.array([0]), "output": np.array([0]),
-             "baseline": np.zeros(1)}
+             "is_leaf": np.arange(n) == n - 1, "roots": np.array([0]),
+             "value": np.zeros((n, 1)), "baseline": np.zeros(1)}
     with pytest.raises(ValueError, match="must be trees"):
         check_trees(chain, X.shape[1], 2)
     leaf = np.flatnonzero(trees["is_leaf"])[0]
@@ -528,3 +529,9 @@ def test_check_trees_refuses_shared_children_and_leaves_pointing_outside():
     outside["feature"][leaf] = 10**6
     with pytest.raises(ValueError, match="must index the 5 input columns"):
         check_trees(outside, X.shape[1], 2)
+    for changed in ({"value": np.zeros((len(trees["feature"]), 3))},  # 3 outputs, 2 classes
+                    {"roots": np.array([len(trees["feature"])])}):
+        with pytest.raises(ValueError, match="do not fit its trees"):
+            check_trees({**trees, **changed}, X.shape[1], 2)
+    with pytest.raises(ValueError, match=r"'value'\] must be a 2-D array"):
+        check_trees({**trees, "value": trees["value"][:, 0]}, X.shape[1], 2)

@@ -97,32 +97,37 @@ def vector_boosting_model(n_rows, n_classes, seed):
 def export_trees(model, columns):
     """A fitted ``HistGradientBoostingClassifier``'s trees as a dict of arrays.
 
-    The nodes of all trees are concatenated; ``roots`` are the trees' first nodes,
-    ``output`` their raw-score columns; ``feature`` indexes the whole input, not ``columns``.
+    The nodes of all trees are concatenated; ``roots`` are the trees' first nodes;
+    ``value`` holds each node's raw scores, one column per output (a tree of scikit-learn's
+    adds to its class's column alone); ``feature`` indexes the whole input, not ``columns``.
     """
     nodes = [tree.nodes for iteration in model._predictors for tree in iteration]
     sizes = np.array([len(node) for node in nodes])
     roots = np.r_[0, np.cumsum(sizes)[:-1]]
     offset = np.repeat(roots, sizes)
     flat = np.concatenate(nodes)
+    n_outputs = model.n_trees_per_iteration_
+    value = np.zeros((len(flat), n_outputs))
+    output = np.repeat(np.tile(np.arange(n_outputs), len(model._predictors)), sizes)
+    value[np.arange(len(flat)), output] = flat["value"]
     return {
         "feature": np.asarray(columns, dtype=np.int64)[flat["feature_idx"]],
         "threshold": flat["num_threshold"].astype(np.float64),
         "missing_left": flat["missing_go_to_left"].astype(bool),
         "left": flat["left"].astype(np.int64) + offset,
         "right": flat["right"].astype(np.int64) + offset,
-        "value": flat["value"].astype(np.float64),
+        "value": value,
         "is_leaf": flat["is_leaf"].astype(bool),
         "roots": roots.astype(np.int64),
-        "output": np.tile(np.arange(model.n_trees_per_iteration_), len(model._predictors)),
         "baseline": np.asarray(model._baseline_prediction, dtype=np.float64).ravel(),
     }
 
 
-#: The arrays :func:`export_trees` writes, and their dtypes.
+#: The arrays :func:`export_trees` writes, and their dtypes: ``value`` is (nodes, outputs),
+#: the others one entry per node (``roots`` and ``baseline``: per tree and per output).
 TREE_DTYPES = {"feature": np.int64, "threshold": np.float64, "missing_left": bool,
                "left": np.int64, "right": np.int64, "value": np.float64, "is_leaf": bool,
-               "roots": np.int64, "output": np.int64, "baseline": np.float64}
+               "roots": np.int64, "baseline": np.float64}
 
 
 def check_trees(trees, n_inputs, n_classes):
@@ -136,9 +141,10 @@ def check_trees(trees, n_inputs, n_classes):
     require(isinstance(trees, dict) and set(trees) == set(TREE_DTYPES),
             f"boosted_trees_ must hold the arrays {', '.join(TREE_DTYPES)}.")
     for name, dtype in TREE_DTYPES.items():
-        require(isinstance(trees[name], np.ndarray) and trees[name].ndim == 1
+        ndim = 2 if name == "value" else 1
+        require(isinstance(trees[name], np.ndarray) and trees[name].ndim == ndim
                 and trees[name].dtype == np.dtype(dtype),
-                f"boosted_trees_[{name!r}] must be a 1-D array of {np.dtype(dtype)}.")
+                f"boosted_trees_[{name!r}] must be a {ndim}-D array of {np.dtype(dtype)}.")
     n_nodes = len(trees["feature"])
     require(all(len(trees[name]) == n_nodes for name in list(TREE_DTYPES)[:7]),
             "boosted_trees_ has node arrays of different lengths.")
@@ -158,10 +164,9 @@ def check_trees(trees, n_inputs, n_classes):
     require(np.all((trees["feature"] >= 0) & (trees["feature"] < n_inputs)),
             f"boosted_trees_['feature'] must index the {n_inputs} input columns.")
     n_scores = 1 if n_classes == 2 else n_classes
-    require(len(trees["baseline"]) == n_scores and len(trees["output"]) == len(trees["roots"])
-            and np.all((trees["output"] >= 0) & (trees["output"] < n_scores))
+    require(trees["value"].shape[1] == n_scores and len(trees["baseline"]) == n_scores
             and np.all((trees["roots"] >= 0) & (trees["roots"] < max(n_nodes, 1))),
-            "boosted_trees_ has roots, outputs or a baseline that do not fit its trees.")
+            "boosted_trees_ has values, roots or a baseline that do not fit its trees.")
 
 
 def stacking_weight(head_log_proba, member_log_proba, targets, sample_weight=None):

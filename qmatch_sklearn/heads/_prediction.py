@@ -28,8 +28,9 @@ def tree_depth(trees):
 
 
 def _at(values, node):
-    """``values[node]`` for a (rows, trees) index ``node``, as one flat gather (Gather in ONNX)."""
-    return values.index_select(0, node.reshape(-1)).view(node.shape)
+    """``values[node]`` for a (rows, trees) index ``node``, as one flat gather (Gather in
+    ONNX): (rows, trees) of a 1-D ``values``, (rows, trees, outputs) of a 2-D one."""
+    return values.index_select(0, node.reshape(-1)).view(*node.shape, *values.shape[1:])
 
 
 class Trees(nn.Module):
@@ -37,17 +38,13 @@ class Trees(nn.Module):
 
     def __init__(self, trees, temperature):
         super().__init__()
-        for name in ("feature", "left", "right", "roots", "output"):
+        for name in ("feature", "left", "right", "roots"):
             self.register_buffer(name, torch.tensor(trees[name], dtype=torch.int64))
         for name in ("threshold", "value", "baseline"):
             self.register_buffer(name, torch.tensor(trees[name], dtype=torch.float64))
         self.register_buffer("is_leaf", torch.tensor(trees["is_leaf"], dtype=torch.bool))
         self.register_buffer("missing_left",
                              torch.tensor(trees["missing_left"], dtype=torch.bool))
-        n_outputs = len(trees["baseline"])
-        # sums each tree's leaf value into its output column: (trees, outputs)
-        self.register_buffer("to_output", torch.nn.functional.one_hot(
-            self.output, n_outputs).to(torch.float64))
         self.depth = tree_depth(trees)
         self.temperature = float(temperature)
 
@@ -62,7 +59,7 @@ class Trees(nn.Module):
                     | (~missing & (value <= _at(self.threshold, node))))
             child = torch.where(left, _at(self.left, node), _at(self.right, node))
             node = torch.where(_at(self.is_leaf, node), node, child)
-        raw = self.baseline + _at(self.value, node) @ self.to_output
+        raw = self.baseline + _at(self.value, node).sum(dim=1)  # each leaf's outputs
         if raw.shape[1] == 1:  # the log-odds of class 1 against class 0
             raw = torch.cat([torch.zeros_like(raw), raw], dim=1)
         return torch.log_softmax(raw / self.temperature, dim=1)

@@ -99,30 +99,28 @@ class VectorLeafBoosting:
         return raw
 
     def export(self, columns):
-        """The trees in ``_boosting.export_trees``' arrays: each tree once per class,
-        with that class's leaf values (``feature`` indexes the whole input, not
+        """The trees in ``_boosting.export_trees``' arrays: each tree once, its leaves
+        holding every class's value (``feature`` indexes the whole input, not
         ``columns``)."""
         columns = np.asarray(columns, dtype=np.int64)
         parts = {name: [] for name in ("feature", "threshold", "missing_left", "left",
-                                       "right", "value", "is_leaf", "roots", "output")}
+                                       "right", "value", "is_leaf", "roots")}
         n_nodes = 0
         for tree, values in zip(self.trees_, self.leaf_values_, strict=True):
             structure = tree.tree_
             is_leaf = structure.children_left < 0
             inner = ~is_leaf
-            for k in range(self.n_classes):
-                parts["roots"].append([n_nodes])
-                parts["output"].append([k])
-                # a leaf's feature is read before the walk stays there: any column
-                parts["feature"].append(columns[np.where(inner, structure.feature, 0)])
-                parts["threshold"].append(np.where(inner, structure.threshold, 0.0))
-                parts["missing_left"].append(structure.missing_go_to_left.astype(bool))
-                parts["left"].append(np.where(inner, structure.children_left, 0) + n_nodes)
-                parts["right"].append(np.where(inner, structure.children_right, 0) + n_nodes)
-                parts["value"].append(np.where(is_leaf, values[:, k], 0.0))
-                parts["is_leaf"].append(is_leaf)
-                n_nodes += structure.node_count
-        trees = {name: np.concatenate(part) if part else np.zeros(0)
-                 for name, part in parts.items()}
+            parts["roots"].append([n_nodes])
+            # a leaf's feature is read before the walk stays there: any column
+            parts["feature"].append(columns[np.where(inner, structure.feature, 0)])
+            parts["threshold"].append(np.where(inner, structure.threshold, 0.0))
+            parts["missing_left"].append(structure.missing_go_to_left.astype(bool))
+            parts["left"].append(np.where(inner, structure.children_left, 0) + n_nodes)
+            parts["right"].append(np.where(inner, structure.children_right, 0) + n_nodes)
+            parts["value"].append(np.where(is_leaf[:, None], values, 0.0))
+            parts["is_leaf"].append(is_leaf)
+            n_nodes += structure.node_count
+        trees = {name: np.concatenate(part) for name, part in parts.items()}
+        trees["roots"] = trees["roots"].astype(np.int64)
         trees["baseline"] = self.baseline_.astype(np.float64)
         return trees
