@@ -352,10 +352,12 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         trained on spread labels (0 to 1); 0.0 otherwise.
     boosting_weight_ : float
         With the closed-form head and at least 50 labeled rows (10 per class on average), the
-        weight w of the gradient-boosted member (``HistGradientBoostingClassifier`` on the input
-        features, its log-odds divided by ``boosting_temperature_``) in the probabilities
-        (1 - w) softmax(network) + w trees: the likeliest mixture of the two's out-of-fold
-        probabilities (stacking; Yao et al., 2018, eq. 4). 0.0 otherwise (or below 1e-6).
+        weight w of the gradient-boosted member (on the input features: for two classes
+        ``HistGradientBoostingClassifier``, for more one tree of vector leaves a round, each
+        leaf holding every class's value; its log-odds divided by
+        ``boosting_temperature_``) in the probabilities (1 - w) softmax(network) + w trees:
+        the likeliest mixture of the two's out-of-fold probabilities (stacking; Yao et al.,
+        2018, eq. 4). 0.0 otherwise (or below 1e-6).
     boosted_trees_ : dict of ndarray or None
         The boosted member's trees as arrays; None when ``boosting_weight_`` is 0.
     boosting_temperature_ : float

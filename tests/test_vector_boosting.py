@@ -130,3 +130,20 @@ def test_the_callers_rows_are_left_as_they_were():
     booster(3, max_iter=5).fit(X, y, sample_weight=weights).decision_function(X)
     for passed, copy in zip((X, y, weights), copies, strict=True):
         np.testing.assert_array_equal(passed, copy)
+
+
+def test_rows_of_weight_zero_count_for_nothing_and_leave_the_log_odds_finite():
+    """Rows of weight 0, a whole class of them included: their class keeps its column
+    at the floor, the leaves they alone would hold take no step, and the walk agrees."""
+    X, y = table(9, n_rows=200, n_classes=4, missing=0.1)
+    weights = np.where(y == 2, 0.0, 1.0)
+    weights[:15] = 0.0
+    model = booster(4, max_iter=30).fit(X, y, sample_weight=weights)
+    assert model.baseline_[2] == np.log(MIN_CLASS_SHARE)
+    raw = model.decision_function(X)
+    assert np.isfinite(raw).all()
+    kept = weights > 0
+    reweighted = booster(4, max_iter=30).fit(X[kept], y[kept])
+    np.testing.assert_allclose(reweighted.baseline_[[0, 1, 3]], model.baseline_[[0, 1, 3]])
+    np.testing.assert_allclose(walked(model.export(np.arange(X.shape[1])), X),
+                               log_softmax(raw, axis=1), atol=1e-12)

@@ -6,12 +6,11 @@ scikit-learn's ``HistGradientBoostingClassifier`` grows one tree per class and r
 and on a few hundred labeled rows its time goes to the trees' number, not their rows. Here
 each round grows ONE regression tree on the negative gradients of all K classes' log-odds
 together (squared error summed over the classes: the first-order gain of every class at
-once), and each of its leaves then takes every class's Newton step,
--lr sum_i w_i g_ik / (sum_i w_i h_ik + lambda) (Ponomareva et al., 2017, "Compact
-multi-class boosted trees", section III: vector leaves; CatBoost's ``MultiClass``,
-Prokhorenkova et al., 2018): K times fewer trees for the same rounds. g and h are the
-softmax cross-entropy's gradient and diagonal Hessian, p - y and p (1 - p), as
-scikit-learn's booster takes them.
+once), and each of its leaves then takes every class's diagonal Newton step,
+-lr sum_i w_i g_ik / (sum_i w_i h_ik + lambda): vector leaves (Ponomareva et al., 2017,
+"Compact multi-class boosted trees"; CatBoost's ``MultiClass`` trees hold such leaves
+too), K times fewer trees for the same rounds. g and h are the softmax cross-entropy's
+gradient and diagonal Hessian, p - y and p (1 - p), as scikit-learn's booster takes them.
 """
 
 import numpy as np
@@ -26,14 +25,20 @@ MIN_CLASS_SHARE = np.finfo(np.float64).eps
 class VectorLeafBoosting:
     """Boosted trees of vector leaves for ``n_classes`` classes (module docstring).
 
+    The trees split float32 values, as scikit-learn's trees do: rows that are not
+    float32-exact could be routed otherwise by the exported trees' float64 walk (the
+    member reads the network's float32 input rows).
+
     Parameters
     ----------
     n_classes : int
-        K: the log-odds columns, one per class (a class absent from the rows keeps one).
+        K, at least 3: the log-odds columns, one per class (a class absent from the rows
+        keeps one).
     learning_rate, max_iter, l2_regularization, max_depth, max_features, min_samples_leaf :
-        As ``HistGradientBoostingClassifier``'s: the shrinkage, the rounds, lambda, each
-        tree's depth, the share of columns each split draws, and the fewest rows a leaf
-        holds.
+        As ``HistGradientBoostingClassifier``'s: the shrinkage, the rounds, lambda (above
+        0: a leaf of rows of weight 0 takes no step), each tree's depth, the share of
+        columns each split draws (``DecisionTreeRegressor``'s, rounded down), and the
+        fewest rows a leaf holds.
     random_state : int
         Seeds each round's draws of columns.
     """
