@@ -71,8 +71,9 @@ Each result is appended to ``benchmarks/results/fewlabel.csv`` as soon as it is 
 with the library commit and a free-form ``--config`` label: a later session that changes
 the library's defaults re-runs the suite under a new label and the report compares the
 two. (table, seed, contender, config) already in the CSV are skipped, so an interrupted
-run resumes. ``fit_seconds`` is the contender's fit on one thread (pretraining
-included; preprocessing and scoring excluded). ``python -m benchmarks.fewlabel_report``
+run resumes. ``fit_seconds`` is the contender's fit on one thread and its prediction of
+the test rows, timed together for every contender (pretraining included; the
+preprocessing and the scores excluded). ``python -m benchmarks.fewlabel_report``
 writes ``fewlabel.md`` and ``fewlabel.png`` from the CSV.
 
 Seeds: 0-4 on every table; from config ``auto-v14`` on, seeds 5-19 too on the seven tables
