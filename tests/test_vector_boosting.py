@@ -147,3 +147,16 @@ def test_rows_of_weight_zero_count_for_nothing_and_leave_the_log_odds_finite():
     np.testing.assert_allclose(reweighted.baseline_[[0, 1, 3]], model.baseline_[[0, 1, 3]])
     np.testing.assert_allclose(walked(model.export(np.arange(X.shape[1])), X),
                                log_softmax(raw, axis=1), atol=1e-12)
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0.0, 0.2]))
+def test_rows_of_weight_one_grow_the_trees_of_no_weights(seed, missing):
+    """The member passes rows that all weigh 1 as no weights (no check of them in every
+    round): the same trees and leaves, node for node."""
+    X, y = table(seed, n_classes=3, missing=missing)
+    weighted, unweighted = (booster(3, max_iter=20, random_state=seed).fit(
+        X, y, sample_weight=weights).export(np.arange(X.shape[1]))
+        for weights in (np.ones(len(y)), None))
+    for key in weighted:
+        np.testing.assert_array_equal(weighted[key], unweighted[key])

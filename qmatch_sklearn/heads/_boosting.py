@@ -203,16 +203,14 @@ def _fit_trees(X, targets, weights, seed, n_classes):
     if not len(columns):
         return None
     X = X[:, columns]
+    # rows all of weight 1 pass no weights: the same trees (tests hold it), without
+    # scikit-learn's slow weighted binning or its check of the weights in every round
+    sample_weight = None if np.all(weights == 1) else weights
     if n_classes > 2:
         model = vector_boosting_model(len(targets), n_classes, seed)
-        return model.fit(X, targets, sample_weight=weights), columns
+        return model.fit(X, targets, sample_weight=sample_weight), columns
     bins = histogram_bins(X, min_samples_leaf(len(targets)))
-    # rows all of weight 1 pass no weights: the same trees (a test holds it), without
-    # scikit-learn's slow weighted binning
-    unweighted = np.all(weights == 1)
-    model = boosting_model(len(targets), seed, bins).fit(
-        X, targets, sample_weight=None if unweighted else weights
-    )
+    model = boosting_model(len(targets), seed, bins).fit(X, targets, sample_weight=sample_weight)
     return model, columns
 
 

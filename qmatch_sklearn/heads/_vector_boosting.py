@@ -14,7 +14,6 @@ gradient and diagonal Hessian, p - y and p (1 - p), as scikit-learn's booster ta
 """
 
 import numpy as np
-from scipy.special import softmax
 from sklearn import config_context
 from sklearn.tree import DecisionTreeRegressor
 
@@ -71,7 +70,8 @@ class VectorLeafBoosting:
         check_input = bool(np.isnan(X).any())
         self.trees_, self.leaf_values_ = [], []
         for seed in seeds:
-            proba = softmax(raw, axis=1)
+            proba = np.exp(raw - raw.max(axis=1, keepdims=True))  # scipy's softmax, inline
+            proba /= proba.sum(axis=1, keepdims=True)
             gradient, hessian = proba - one_hot, proba * (1.0 - proba)
             tree = DecisionTreeRegressor(
                 max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
