@@ -245,7 +245,7 @@ def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
         + _rows("budget", "catboost", [50.0, 50.0], table="penguins", fit_seconds=1.0))
     header, _, wine, penguins, mean = fewlabel_report.against_catboost_time(frame, "budget")
     assert header.startswith("| Table | qmatch_clf s | catboost s | qmatch_clf / catboost")
-    assert header.endswith("| pretraining s | rest s (head, set-up) |")
+    assert header.endswith("| pretraining s | rest s (head, set-up, prediction) |")
     # 3 s of wine's 8 pretrained: the other 5 are not under them
     assert wine == ("| wine | 8.0 | 1.0 | 8.0 ✗ | 91.00 ± 1.41 (2) | 81.00 ± 1.41 (2) "
                     "| 3.0 | 5.0 ✗ |")
