@@ -195,17 +195,21 @@ def splittable_columns(X):
     return np.flatnonzero((high > low) | ((count > 0) & (count < len(X))))
 
 
-def _fit_trees(X, targets, weights, seed, n_classes):
+def _fit_trees(X, targets, sample_weight, seed, n_classes):
     """``(model, columns)``: the boosting for ``n_classes`` classes fitted on the
-    :func:`splittable_columns` of the rows of positive weight (the others would waste
-    ``max_features`` draws and histograms), or None when there is none."""
-    columns = splittable_columns(X[weights > 0])
+    :func:`splittable_columns` of the rows of positive weight (all rows for no
+    ``sample_weight``; the others would waste ``max_features`` draws and histograms), or
+    None when there is none."""
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight)
+    columns = splittable_columns(X if sample_weight is None else X[sample_weight > 0])
     if not len(columns):
         return None
     X = X[:, columns]
     # rows all of weight 1 pass no weights: the same trees (tests hold it), without
     # scikit-learn's slow weighted binning or its check of the weights in every round
-    sample_weight = None if np.all(weights == 1) else weights
+    if sample_weight is not None and np.all(sample_weight == 1):
+        sample_weight = None
     if n_classes > 2:
         model = vector_boosting_model(len(targets), n_classes, seed)
         return model.fit(X, targets, sample_weight=sample_weight), columns
@@ -248,8 +252,7 @@ def fit_member_trees(X, targets, seed, sample_weight=None):
     """The member's trees (:func:`export_trees`) fitted on all the dense labeled rows ``X``,
     once :func:`member_out_of_fold` found a column to split on in every fold (a column
     splittable among a fold's training rows of positive weight is among all of them)."""
-    weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    model, columns = _fit_trees(X, targets, weights, seed, int(targets.max()) + 1)
+    model, columns = _fit_trees(X, targets, sample_weight, seed, int(targets.max()) + 1)
     if isinstance(model, VectorLeafBoosting):
         return model.export(columns)
     return export_trees(model, columns)
