@@ -51,13 +51,20 @@ DEFAULT_TOL = 1e-4
 #: The default encoder's batch: the paper's, or ``SMALL_BATCH`` (four times the steps) where
 #: ``DEFAULT_EPOCHS`` would make fewer than ``MIN_DEFAULT_STEPS`` optimizer steps.
 DEFAULT_BATCH, SMALL_BATCH, MIN_DEFAULT_STEPS = 512, 128, 100
+#: The default encoder's projection: one linear layer to the 128 dimensions of the loss and
+#: queue, without the 512-wide hidden layer of ``QMatchEncoder``'s (512, 128) head. The paper
+#: (section "Proposed Approach", "Model Architecture") found that 2-layer head "performed
+#: similar to the model without the projection head for Q-Match training"; on a table of a
+#: few dozen columns it is over a quarter of the default network's multiply-adds a row, in the
+#: student's and the teacher's passes alike.
+DEFAULT_PROJECTION = (128,)
 
 
 def default_pretraining(n_rows):
-    """``max_epochs``, ``batch_size`` and ``tol`` of the default encoder of a classifier or
-    regressor fitted on ``n_rows`` rows (see ``DEFAULT_EPOCHS``, ``DEFAULT_BATCH`` and
-    ``DEFAULT_TOL``)."""
+    """``max_epochs``, ``batch_size``, ``tol`` and ``projection_sizes`` of the default
+    encoder of a classifier or regressor fitted on ``n_rows`` rows (see ``DEFAULT_EPOCHS``,
+    ``DEFAULT_BATCH``, ``DEFAULT_TOL`` and ``DEFAULT_PROJECTION``)."""
     steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
     return {"max_epochs": DEFAULT_EPOCHS,
             "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH,
-            "tol": DEFAULT_TOL}
+            "tol": DEFAULT_TOL, "projection_sizes": DEFAULT_PROJECTION}
