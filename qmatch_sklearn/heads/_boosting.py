@@ -8,6 +8,8 @@ calibration of modern neural networks", section 4.2) as boosting on few rows is
 overconfident; its trees are kept as arrays (:func:`export_trees`), so loading unpickles nothing.
 """
 
+from functools import partial
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
@@ -196,10 +198,11 @@ def splittable_columns(X):
 
 
 def _fit_trees(X, targets, sample_weight, seed, n_classes):
-    """``(model, columns)``: the boosting for ``n_classes`` classes fitted on the
+    """``(model, columns, export)``: the boosting for ``n_classes`` classes fitted on the
     :func:`splittable_columns` of the rows of positive weight (all rows for no
-    ``sample_weight``; the others would waste ``max_features`` draws and histograms), or
-    None when there is none."""
+    ``sample_weight``; the others would waste ``max_features`` draws and histograms), and
+    ``export()``, its trees as :func:`export_trees` gives them; None when there is no such
+    column."""
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight)
     columns = splittable_columns(X if sample_weight is None else X[sample_weight > 0])
@@ -212,10 +215,11 @@ def _fit_trees(X, targets, sample_weight, seed, n_classes):
         sample_weight = None
     if n_classes > 2:
         model = vector_boosting_model(len(targets), n_classes, seed)
-        return model.fit(X, targets, sample_weight=sample_weight), columns
+        model.fit(X, targets, sample_weight=sample_weight)
+        return model, columns, partial(model.export, columns)
     bins = histogram_bins(X, min_samples_leaf(len(targets)))
     model = boosting_model(len(targets), seed, bins).fit(X, targets, sample_weight=sample_weight)
-    return model, columns
+    return model, columns, partial(export_trees, model, columns)
 
 
 def member_out_of_fold(X, targets, folds, seed, sample_weight=None):
@@ -230,7 +234,7 @@ def member_out_of_fold(X, targets, folds, seed, sample_weight=None):
         fitted = _fit_trees(X[train], targets[train], weights[train], seed, n_classes)
         if fitted is None:
             return None
-        model, columns = fitted
+        model, columns, _ = fitted
         raw = model.decision_function(X[test][:, columns]).reshape(len(test), -1)
         # per-class log-odds: one column of raw scores is [0, raw]
         out_of_fold[test, -raw.shape[1]:] = raw
@@ -252,7 +256,5 @@ def fit_member_trees(X, targets, seed, sample_weight=None):
     """The member's trees (:func:`export_trees`) fitted on all the dense labeled rows ``X``,
     once :func:`member_out_of_fold` found a column to split on in every fold (a column
     splittable among a fold's training rows of positive weight is among all of them)."""
-    model, columns = _fit_trees(X, targets, sample_weight, seed, int(targets.max()) + 1)
-    if isinstance(model, VectorLeafBoosting):
-        return model.export(columns)
-    return export_trees(model, columns)
+    _, _, export = _fit_trees(X, targets, sample_weight, seed, int(targets.max()) + 1)
+    return export()

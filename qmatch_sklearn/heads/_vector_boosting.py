@@ -80,20 +80,22 @@ class VectorLeafBoosting:
             with config_context(skip_parameter_validation=True):
                 tree.fit(X, -gradient, sample_weight=sample_weight, check_input=check_input)
             leaf = tree.apply(X, check_input=False)
-            values = -self.learning_rate * (
-                self._leaf_sums(leaf, weights[:, None] * gradient, tree.tree_.node_count)
-                / (self._leaf_sums(leaf, weights[:, None] * hessian, tree.tree_.node_count)
-                   + self.l2_regularization))
+            if sample_weight is not None:
+                gradient, hessian = weights[:, None] * gradient, weights[:, None] * hessian
+            gradient_sum, hessian_sum = self._leaf_sums(leaf, tree.tree_.node_count,
+                                                        gradient, hessian)
+            values = -self.learning_rate * (gradient_sum / (hessian_sum + self.l2_regularization))
             raw += values[leaf]
             self.trees_.append(tree)
             self.leaf_values_.append(values)
         return self
 
-    def _leaf_sums(self, leaf, per_row, n_nodes):
-        """(n_nodes, K) sums of ``per_row`` (rows, K) over the rows each node holds."""
+    def _leaf_sums(self, leaf, n_nodes, *per_row):
+        """For each array of ``per_row`` (rows, K), its (n_nodes, K) sums over the rows each
+        node holds."""
         at = (leaf[:, None] * self.n_classes + np.arange(self.n_classes)).ravel()
-        return np.bincount(at, per_row.ravel(), n_nodes * self.n_classes).reshape(
-            n_nodes, self.n_classes)
+        return [np.bincount(at, values.ravel(), n_nodes * self.n_classes).reshape(
+            n_nodes, self.n_classes) for values in per_row]
 
     def decision_function(self, X):
         """The rows' log-odds (rows, K), up to a constant per row."""
