@@ -366,6 +366,8 @@ PRETRAINING_BUDGET = (
      "lean-member", "qmatch_clf"),
     ("+ a linear projector instead of the 512-128 head (linear-projector, not adopted)",
      "linear-projector", "qmatch_clf"),
+    ("lean-member + a 128-128 projection head (narrow-projector, not adopted)",
+     "narrow-projector", "qmatch_clf"),
 )
 
 #: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
@@ -515,6 +517,11 @@ STEP_SECTIONS = (
      "quarter of the pretraining's multiply-adds on tables of a few dozen columns; judged "
      "whole with CatBoost on the AMD EPYC with AVX512-BF16, commit de70af1; not adopted: "
      "MNIST -0.50 and Adult -0.09, which put Adult 3.3 standard errors below `auto-v20`), "
+     "`narrow-projector` (`lean-member` with a projection head as wide as the embedding, "
+     "(128, 128): about 9% of those multiply-adds; judged whole with CatBoost on the AMD "
+     "EPYC with AVX512-BF16, commit 6306dc7; not adopted: -0.06 on the mean of 14 tables "
+     "against `vector-member`, MNIST -0.31, and Adult 2.8 standard errors below "
+     "`auto-v20`), "
      "against `auto-v20`'s 100 epochs on the same draws (the encoder of `epochs10-v20` "
      "is seeded by the judge's seed, the default one by the classifier's: the same "
      "rows, other initialisations). What the accuracy pays for the fit time of issue "

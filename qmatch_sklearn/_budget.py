@@ -51,22 +51,13 @@ DEFAULT_TOL = 1e-4
 #: The default encoder's batch: the paper's, or ``SMALL_BATCH`` (four times the steps) where
 #: ``DEFAULT_EPOCHS`` would make fewer than ``MIN_DEFAULT_STEPS`` optimizer steps.
 DEFAULT_BATCH, SMALL_BATCH, MIN_DEFAULT_STEPS = 512, 128, 100
-#: The default encoder's projection head: as wide as the embedding (128) where
-#: ``QMatchEncoder``'s (512, 128) head widens it to 512. The paper (section "Proposed
-#: Approach", "Model Architecture") found its 2-layer head "performed similar to the model
-#: without the projection head for Q-Match training"; on a table of a few dozen columns the
-#: 512-wide head is over a quarter of the default network's multiply-adds a row, in the
-#: student's and the teacher's passes alike, the 128-wide one about 9%. Without a hidden layer
-#: (a linear projector), the few-label judge lost MNIST half a point (config
-#: ``linear-projector``).
-DEFAULT_PROJECTION = (128, 128)
 
 
 def default_pretraining(n_rows):
-    """``max_epochs``, ``batch_size``, ``tol`` and ``projection_sizes`` of the default
-    encoder of a classifier or regressor fitted on ``n_rows`` rows (see ``DEFAULT_EPOCHS``,
-    ``DEFAULT_BATCH``, ``DEFAULT_TOL`` and ``DEFAULT_PROJECTION``)."""
+    """``max_epochs``, ``batch_size`` and ``tol`` of the default encoder of a classifier or
+    regressor fitted on ``n_rows`` rows (see ``DEFAULT_EPOCHS``, ``DEFAULT_BATCH`` and
+    ``DEFAULT_TOL``)."""
     steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
     return {"max_epochs": DEFAULT_EPOCHS,
             "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH,
-            "tol": DEFAULT_TOL, "projection_sizes": DEFAULT_PROJECTION}
+            "tol": DEFAULT_TOL}

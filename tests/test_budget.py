@@ -13,7 +13,6 @@ from qmatch_sklearn import QMatchClassifier, QMatchEncoder, QMatchRegressor
 from qmatch_sklearn._budget import (
     DEFAULT_BATCH,
     DEFAULT_EPOCHS,
-    DEFAULT_PROJECTION,
     DEFAULT_TOL,
     MAX_EPOCHS,
     MIN_DEFAULT_STEPS,
@@ -82,7 +81,6 @@ def test_the_default_encoder_pretrains_on_the_default_budget(estimator, y):
     fitted = estimator(random_state=0).fit(X, y)
     assert fitted.encoder_.get_params()["max_epochs"] == DEFAULT_EPOCHS
     assert fitted.encoder_.tol == DEFAULT_TOL
-    assert fitted.encoder_.projection_sizes == DEFAULT_PROJECTION
     assert fitted.encoder_.batch_size == SMALL_BATCH == default_pretraining(200)["batch_size"]
     assert fitted.encoder_.n_epochs_ == DEFAULT_EPOCHS
 
