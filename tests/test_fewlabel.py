@@ -51,6 +51,10 @@ def test_fewlabel_runs_resumes_and_reports(monkeypatch, tmp_path):
         json.loads(row["details"])
     by_name = {r["contender"]: r for r in rows}
     assert by_name["qmatch_clf"]["encoder_n_epochs"] == "2"  # --smoke's tiny encoder
+    # the head timed again on its own (frozen encoder), outside the fit's seconds
+    ours = json.loads(by_name["qmatch_clf"]["details"])
+    assert 0 < ours["head_seconds"] and "fit_seconds" not in ours
+    assert float(by_name["qmatch_clf"]["fit_seconds"]) >= ours["pretraining_seconds"]
     assert by_name["hgb"]["details"] == '{"min_samples_leaf": 1}'
 
     fewlabel.main(argv)  # every cell recorded: nothing runs again
@@ -234,7 +238,7 @@ def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
     xeon = "Intel Xeon, 2 cores, 1 thread(s)"
     frame = pd.DataFrame(
         _rows("budget", "qmatch_clf", [90.0, 92.0, 94.0], fit_seconds=8.0,
-              details='{"pretraining_seconds": 3.0}')
+              details='{"head_seconds": 4.5, "pretraining_seconds": 3.0}')
         + _rows("budget", "catboost", [80.0, 82.0], fit_seconds=1.0)
         # seed 2's CatBoost ran on another machine: not a pair
         + [{**row, "seed": 2, "machine": xeon}
@@ -245,15 +249,15 @@ def test_catboost_time_ratios_pair_seeds_of_the_configs_own_run():
         + _rows("budget", "catboost", [50.0, 50.0], table="penguins", fit_seconds=1.0))
     header, _, wine, penguins, mean = fewlabel_report.against_catboost_time(frame, "budget")
     assert header.startswith("| Table | qmatch_clf s | catboost s | qmatch_clf / catboost")
-    assert header.endswith("| pretraining s | rest s (head, set-up, prediction) |")
-    # 3 s of wine's 8 pretrained: the other 5 are not under them
+    assert header.endswith("| pretraining s | rest s (head, set-up, prediction) | head s |")
+    # 3 s of wine's 8 pretrained, the other 5 the rest; its head alone 4.5, not under 3
     assert wine == ("| wine | 8.0 | 1.0 | 8.0 ✗ | 91.00 ± 1.41 (2) | 81.00 ± 1.41 (2) "
-                    "| 3.0 | 5.0 ✗ |")
-    # penguins' rows predate the measurement: no split
+                    "| 3.0 | 5.0 | 4.5 ✗ |")
+    # penguins' rows predate the measurements: no split
     assert penguins.startswith("| penguins | 2.0 | 1.0 | 2.0 |")
-    assert penguins.endswith("|  |  |")
+    assert penguins.endswith("|  |  |  |")
     # the geometric mean of 8 and 2 is 4, above the 2x goal
-    assert mean == "| **geometric mean of 2 tables** |  |  | 4.0 ✗ |  |  |  |  |"
+    assert mean == "| **geometric mean of 2 tables** |  |  | 4.0 ✗ |  |  |  |  |  |"
     assert fewlabel_report.against_catboost_time(frame, "peers") == []
 
 

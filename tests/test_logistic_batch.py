@@ -15,7 +15,9 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 
 from qmatch_sklearn.heads._logistic_batch import (
+    NEWTON_MAX_PARAMETERS,
     LinearModel,
+    _Newton,
     _Objective,
     expand,
     fit_logistic_batch,
@@ -42,12 +44,15 @@ def _objective(X, y, weights, C, n_classes, coef, intercept):
     return _Objective(X, y, weights, C, n_classes)(params, np.arange(len(C)))[0]
 
 
+@pytest.mark.parametrize("method", ["newton", "lbfgs"])
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4),
        n_rows=st.integers(12, 60), n_features=st.integers(1, 8))
-def test_every_problem_reaches_scikit_learn_s_optimum(seed, n_classes, n_rows, n_features):
+def test_every_problem_reaches_scikit_learn_s_optimum(method, seed, n_classes, n_rows,
+                                                      n_features):
     X, y, weights, C = _problems(seed, n_rows, n_features, n_classes, 4)
-    batch = fit_logistic_batch(X, y, weights, C, n_classes, tol=1e-8)
+    batch = fit_logistic_batch(X, y, weights, C, n_classes, tol=1e-8, max_iter=10_000,
+                               method=method)
     coefs, intercepts = [], []
     for w, c in zip(weights, C, strict=True):
         with warnings.catch_warnings():
@@ -60,6 +65,48 @@ def test_every_problem_reaches_scikit_learn_s_optimum(seed, n_classes, n_rows, n
     assert np.all(ours <= theirs + 1e-9)
     for model_coef, coef in zip(coefs, batch.coef, strict=True):
         np.testing.assert_allclose(coef, model_coef, atol=1e-4 * (1 + np.abs(model_coef).max()))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4), n_features=st.integers(1, 6))
+def test_newton_s_direction_solves_the_finite_difference_hessian(seed, n_classes, n_features):
+    """Minus H^-1 g, H from central differences of the gradient (its null direction, the
+    intercepts' sum where every class has a logit, given the solver's 1e-8)."""
+    X, y, weights, C = _problems(seed, 30, n_features, n_classes, 3)
+    objective = _Objective(X, y, weights, C, n_classes)
+    outputs, problems = objective.shape[1], np.arange(3)
+    size = outputs * (n_features + 1)
+    x = np.random.default_rng(seed).normal(scale=0.3, size=(3, size))
+    hessian = np.zeros((3, size, size))
+    for j, step in enumerate(1e-5 * np.eye(size)):
+        hessian[:, :, j] = (objective(x + step, problems)[1]
+                            - objective(x - step, problems)[1]) / 2e-5
+    if outputs > 1:
+        hessian[:, -outputs:, -outputs:] += 1e-8 * np.eye(outputs)
+    grad = objective(x, problems)[1]
+    expected = -np.linalg.solve(hessian, grad[:, :, None])[:, :, 0]
+    # the null direction is solved from noise of the differences' size: compared without it
+    null = np.r_[np.zeros(size - outputs), np.ones(outputs)] / np.sqrt(outputs)
+    if outputs == 1:
+        null[:] = 0.0
+    direction = _Newton(objective).direction(x, grad, problems)
+    off_null = np.eye(size) - np.outer(null, null)
+    np.testing.assert_allclose(direction @ off_null, expected @ off_null, atol=1e-5)
+
+
+def test_few_rows_of_many_features_are_solved_by_newton_s_method_on_the_reduced_rows():
+    """15 rows in use (of 40, the others weigh 0) of 60 features: reduced to 15 features,
+    3 x 16 parameters, so "auto" is Newton's method; the same optimum as L-BFGS's on every
+    column, and each iteration at least as far along."""
+    X, y, weights, C = _problems(4, 40, 60, 3, 3)
+    weights[:, 15:] = 0.0
+    assert 3 * 16 <= NEWTON_MAX_PARAMETERS < 3 * 61
+    auto = fit_logistic_batch(X, y, weights, C, 3, tol=1e-6)
+    lbfgs = fit_logistic_batch(X, y, weights, C, 3, tol=1e-10, max_iter=10_000,
+                               method="lbfgs")
+    np.testing.assert_allclose(auto.coef, lbfgs.coef, atol=1e-5)
+    np.testing.assert_allclose(auto.intercept, lbfgs.intercept, atol=1e-5)
+    assert np.all(auto.n_iter < lbfgs.n_iter)
 
 
 @pytest.mark.parametrize("per_problem_targets", [False, True])
@@ -111,17 +158,20 @@ def test_the_held_out_score_is_minus_scikit_learn_s_log_loss(seed, n_classes, we
 @pytest.mark.parametrize("n_classes, random_state", [(2, 0), (2, 5), (3, 0), (3, 27)])
 def test_the_path_chooses_logistic_regression_cv_s_C(n_classes, random_state):
     """Every fold's held-out score at every C, and so the chosen C, as
-    ``LogisticRegressionCV(scoring="neg_log_loss")`` finds them."""
+    ``LogisticRegressionCV(scoring="neg_log_loss")`` finds them, both solved to
+    ``tol=1e-8``: at the largest Cs F is so flat that a gradient within ``1e-4`` leaves
+    held-out scores 1e-2 apart, each solver stopping at its own point."""
     X, y = make_classification(n_samples=60, n_features=6, n_informative=4,
                                n_classes=n_classes, random_state=random_state)
     folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
     Cs = np.logspace(-4, 4, 10)
     reference = LogisticRegressionCV(cv=folds, Cs=Cs, scoring="neg_log_loss", l1_ratios=(0.0,),
-                                     use_legacy_attributes=False, max_iter=1000).fit(X, y)
+                                     use_legacy_attributes=False, tol=1e-8,
+                                     max_iter=10_000).fit(X, y)
     problems = np.zeros((len(folds), len(y)))
     for k, (train, _) in enumerate(folds):
         problems[k, train] = 1.0
-    path = logistic_path(X, y, problems, Cs, n_classes)
+    path = logistic_path(X, y, problems, Cs, n_classes, tol=1e-8)
     scores = np.stack([log_likelihood(X[test], path.coef[k], path.intercept[k], y[test],
                                       np.ones(len(test)))
                        for k, (_, test) in enumerate(folds)])
