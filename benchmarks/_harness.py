@@ -112,11 +112,11 @@ def run_grid(args, store, cells, prepare, measure, describe, again=False):
                 print(describe(row), flush=True)
 
 
-def timed(run, *args):
-    """``run(*args)`` and the seconds it took, rounded to hundredths."""
+def timed(run, *args, digits=2):
+    """``run(*args)`` and the seconds it took, rounded to ``digits`` decimals."""
     began = time.perf_counter()
     result = run(*args)
-    return result, round(time.perf_counter() - began, 2)
+    return result, round(time.perf_counter() - began, digits)
 
 
 def class_scores(y_true, predicted):

@@ -97,7 +97,7 @@ def test_newton_s_direction_solves_the_finite_difference_hessian(seed, n_classes
 def test_few_rows_of_many_features_are_solved_by_newton_s_method_on_the_reduced_rows():
     """15 rows in use (of 40, the others weigh 0) of 60 features: reduced to 15 features,
     3 x 16 parameters, so "auto" is Newton's method; the same optimum as L-BFGS's on every
-    column, and each iteration at least as far along."""
+    column, in fewer iterations."""
     X, y, weights, C = _problems(4, 40, 60, 3, 3)
     weights[:, 15:] = 0.0
     assert 3 * 16 <= NEWTON_MAX_PARAMETERS < 3 * 61
@@ -107,6 +107,38 @@ def test_few_rows_of_many_features_are_solved_by_newton_s_method_on_the_reduced_
     np.testing.assert_allclose(auto.coef, lbfgs.coef, atol=1e-5)
     np.testing.assert_allclose(auto.intercept, lbfgs.intercept, atol=1e-5)
     assert np.all(auto.n_iter < lbfgs.n_iter)
+
+
+@pytest.mark.parametrize("shape, n_classes, newton", [
+    ((15, 60), 3, True),  # 15 rows reduced: 3 x 16 parameters
+    ((200, 5), 2, True),  # 6 parameters, 1,200 products
+    ((60, 10), 12, False),  # 12 x 11 = 132 parameters
+    ((30_000, 5), 2, False),  # 6 parameters, but 180,000 products
+])
+def test_newton_s_method_solves_the_problems_within_its_bounds(shape, n_classes, newton):
+    from qmatch_sklearn.heads._logistic_batch import _newton_pays
+
+    assert _newton_pays(shape, n_classes) is newton
+
+
+def test_an_unknown_method_is_refused():
+    X, y, weights, C = _problems(0, 20, 3, 2, 1)
+    with pytest.raises(ValueError, match="method must be"):
+        fit_logistic_batch(X, y, weights, C, 2, method="Newton")
+
+
+def test_newton_s_method_solves_separated_classes_at_the_largest_C():
+    """Two classes a gap apart at C = 1e4: rows soon predicted with certainty add no
+    curvature, which the intercept's 1e-8 keeps solvable; the same optimum as L-BFGS's."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)
+    X = rng.normal(size=(20, 2)) + 40.0 * y[:, None]
+    weights, C = np.ones((1, 20)), np.array([1e4])
+    newton = fit_logistic_batch(X, y, weights, C, 2, method="newton")
+    lbfgs = fit_logistic_batch(X, y, weights, C, 2, method="lbfgs", tol=1e-8, max_iter=10_000)
+    assert np.all(np.isfinite(newton.coef)) and newton.n_iter[0] < 1000
+    objective = [_objective(X, y, weights, C, 2, b.coef, b.intercept)[0] for b in (newton, lbfgs)]
+    assert objective[0] <= objective[1] + 1e-9
 
 
 @pytest.mark.parametrize("per_problem_targets", [False, True])

@@ -10,8 +10,8 @@ search, by Newton's method where each problem's Hessian is small (Nocedal & Wrig
 solve), else by L-BFGS (Liu & Nocedal, 1989, "On the limited memory BFGS method for large
 scale optimization"; Nocedal & Wright, algorithm 7.4).
 With fewer rows than features W lies in the rows' span (Scholkopf, Herbrich & Smola, 2001,
-"A generalized representer theorem"): :func:`reduce_features`, which also makes Newton's
-method the solver of most problems on a few dozen labeled rows.
+"A generalized representer theorem"): :func:`reduce_features`, which lets Newton's method
+solve the regressions on a few dozen labeled rows of a few classes.
 """
 
 from dataclasses import dataclass
@@ -24,11 +24,16 @@ from scipy.special import softmax
 HISTORY = 10
 #: Armijo's sufficient-decrease constant and the most step halvings per iteration.
 ARMIJO, MAX_HALVINGS = 1e-4, 40
-#: The largest Hessian (parameters of one problem) Newton's method is used for. On few rows
-#: an iteration of either method costs its NumPy calls, not its arithmetic, and Newton's
-#: takes a few iterations where L-BFGS takes ten or more; a larger Hessian's products cost
-#: (outputs x features)^2 x rows a problem, and grow past what the iterations save.
-NEWTON_MAX_PARAMETERS = 128
+#: The largest problems Newton's method solves under ``method="auto"``: parameters of one
+#: problem (the Hessian's side), and products of its Hessian (outputs x rows x parameters).
+#: On few rows an iteration of either method costs its NumPy calls, not its arithmetic, and
+#: Newton's takes a few iterations where L-BFGS takes ten or more; past these the Hessian's
+#: products and solve cost more than the iterations save.
+NEWTON_MAX_PARAMETERS, NEWTON_MAX_PRODUCTS = 128, 2**17
+#: The smallest gradient Newton's method aims at (``tol ** 2``, but not into rounding).
+NEWTON_MIN_TOL = 1e-12
+#: A change of F within this share of it is rounding (scikit-learn's Newton solver's 16 eps).
+ROUNDING = 16 * np.finfo(np.float64).eps
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,10 @@ class _LBFGS:
             q += (alpha - beta)[:, None] * steps[slot]
         return -q
 
+    def enough(self, f, g, trial_value, trial_grad, step, slope):
+        """Armijo's sufficient decrease (:func:`_armijo`)."""
+        return _armijo(f, trial_value, step, slope)
+
     def first_step(self, direction):
         """scipy's first step: at most a unit move, before any pair is known."""
         if self.n_pairs:
@@ -178,11 +187,13 @@ class _LBFGS:
 class _Newton:
     """Newton directions, minus the inverse of F's Hessian times the gradient, per problem.
 
-    The Hessian is the sum over rows of r_i / S (diag(p_i) - p_i p_i^T) kron x_i x_i^T over
-    the fitted classes' logits, x_i with a 1 for the intercept, plus the penalty's on the
-    weights; it is built and solved in that (class, features then 1) order. Where every
-    class has a logit, their intercepts' sum does not change F: that direction gets
-    ``1e-8`` of curvature so that the system has one solution."""
+    The Hessian of the softmax cross-entropy (Bishop, "Pattern Recognition and Machine
+    Learning", 2006, eq. 4.110) is the sum over rows of r_i / S (diag(p_i) - p_i p_i^T)
+    kron x_i x_i^T over the fitted classes' logits, x_i with a 1 for the intercept, plus
+    the penalty's on the weights; it is built and solved in that (class, features then 1)
+    order. The intercepts get ``1e-8`` more curvature, so that the system has one solution
+    where theirs vanishes: where every class has a logit, their sum does not change F, and
+    rows predicted with certainty add none."""
 
     def __init__(self, objective):
         self.objective = objective
@@ -192,9 +203,9 @@ class _Newton:
         order = np.arange(outputs * (n_features + 1)).reshape(outputs, n_features + 1)
         self.order = np.concatenate([order[:, :-1].ravel(), order[:, -1]])
         self.is_intercept = (order % (n_features + 1) == n_features).ravel()
-        self.null_curvature = 1e-8 if outputs > 1 else 0.0
 
     def direction(self, x, grad, live):
+        """The direction of the problems ``live`` at ``x``, of gradient ``grad``."""
         objective = self.objective
         coef, intercept = objective.split(x)
         n_problems, outputs, _ = coef.shape
@@ -208,22 +219,37 @@ class _Newton:
         size = len(self.order)
         hessian = blocks.transpose(0, 1, 3, 2, 4).reshape(n_problems, size, size)
         hessian[:, np.arange(size), np.arange(size)] += np.where(
-            self.is_intercept, self.null_curvature, objective.penalty[live][:, None])
+            self.is_intercept, 1e-8, objective.penalty[live][:, None])
         augmented = np.empty_like(grad)
         augmented[:, self.order] = grad
         return -np.linalg.solve(hessian, augmented[:, :, None])[:, self.order, 0]
 
+    def enough(self, f, g, trial_value, trial_grad, step, slope):
+        """Armijo's sufficient decrease, or where the decrease is too small to show in F
+        (within ``ROUNDING`` of it, as near the optimum at ``tol ** 2``), a smaller
+        gradient, as scikit-learn's Newton solver for its linear models checks."""
+        hidden = np.abs(trial_value - f) <= ROUNDING * np.abs(f)
+        smaller = np.abs(trial_grad).max(axis=1) < np.abs(g).max(axis=1)
+        return _armijo(f, trial_value, step, slope) | (hidden & smaller)
+
     def first_step(self, direction):
+        """A unit step: Newton's, which near the optimum needs no shortening."""
         return np.ones(len(direction))
 
     def remember(self, live, s, y):
         """Nothing: each direction reads the Hessian where it starts."""
 
 
+def _armijo(f, trial_value, step, slope):
+    """Whether F fell from ``f`` to ``trial_value`` by at least ``ARMIJO`` of what its
+    ``slope`` along the direction promised over ``step``."""
+    return trial_value <= f + ARMIJO * step * slope
+
+
 def _minimise(objective, params, directions, max_iter, tol):
     """``params`` moved along ``directions``' steps, each shortened until it decreases F
-    enough (Armijo), until no entry of a problem's gradient exceeds ``tol``; with each
-    problem's iterations."""
+    enough (``directions.enough``), until no entry of a problem's gradient exceeds ``tol``;
+    with each problem's iterations."""
     n_problems = len(params)
     value, grad = objective(params, np.arange(n_problems))
     n_iter = np.zeros(n_problems, dtype=np.int64)
@@ -243,7 +269,7 @@ def _minimise(objective, params, directions, max_iter, tol):
         for _ in range(MAX_HALVINGS):
             trial = x + step[:, None] * direction
             trial_value, trial_grad = objective(trial, live)
-            enough = trial_value <= f + ARMIJO * step * slope
+            enough = directions.enough(f, g, trial_value, trial_grad, step, slope)
             if enough.all():
                 break
             step = np.where(enough, step, step / 2)
@@ -256,6 +282,16 @@ def _minimise(objective, params, directions, max_iter, tol):
         n_iter[live] += 1
         active[live] = (np.abs(trial_grad).max(axis=1) > tol) & ~stalled
     return params, n_iter
+
+
+def _newton_pays(shape, n_classes):
+    """Whether a problem of ``shape`` (rows, features) is within both of Newton's bounds,
+    on :func:`reduce_features`' rows where they are fewer than the features."""
+    n_rows, n_features = shape
+    outputs = 1 if n_classes == 2 else n_classes
+    parameters = outputs * (min(n_rows, n_features) + 1)
+    return (parameters <= NEWTON_MAX_PARAMETERS
+            and outputs * n_rows * parameters <= NEWTON_MAX_PRODUCTS)
 
 
 def _rows_in_use(X, targets, weights):
@@ -285,22 +321,25 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
         Solutions to warm-start from; zeros otherwise.
     max_iter : int, default=1000
     tol : float, default=1e-4
-        A problem stops when no entry of its gradient exceeds ``tol`` in absolute value.
+        A problem stops when no entry of its gradient exceeds ``tol`` in absolute value;
+        under Newton's method, whose iterations near the optimum square the gradient, at
+        ``tol ** 2`` (but at least ``NEWTON_MIN_TOL``), for little more time.
     method : {"auto", "newton", "lbfgs"}, default="auto"
         "auto": Newton's method where a problem has at most ``NEWTON_MAX_PARAMETERS``
-        parameters, else L-BFGS. Newton's method solves fewer rows of positive weight
-        than features on :func:`reduce_features`' rows, so that a problem has a
-        parameter a class for each row.
+        parameters and ``NEWTON_MAX_PRODUCTS`` Hessian products, else L-BFGS. Newton's
+        method solves fewer rows of positive weight than features on
+        :func:`reduce_features`' rows, so that a problem has a parameter a class for each
+        row.
 
     Returns
     -------
     LogisticBatch
     """
+    if method not in ("auto", "newton", "lbfgs"):
+        raise ValueError(f'method must be "auto", "newton" or "lbfgs", got {method!r}')
     X, targets, weights = _rows_in_use(X, targets, np.asarray(weights))
-    outputs = 1 if n_classes == 2 else n_classes
     if method == "auto":
-        small = outputs * (min(X.shape) + 1) <= NEWTON_MAX_PARAMETERS
-        method = "newton" if small else "lbfgs"
+        method = "newton" if _newton_pays(X.shape, n_classes) else "lbfgs"
     X, basis = reduce_features(X) if method == "newton" else (X, None)
     objective = _Objective(X, targets, weights, np.asarray(C, dtype=float), n_classes)
     n_problems, outputs, n_features = objective.shape
@@ -310,8 +349,8 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
         coef = init.coef if basis is None else init.coef @ basis.T
         params = np.concatenate([np.reshape(coef, (n_problems, -1)),
                                  np.asarray(init.intercept, dtype=np.float64)], axis=1)
-    if method == "newton":  # near the optimum each iteration squares the gradient
-        directions, tol = _Newton(objective), tol ** 2
+    if method == "newton":
+        directions, tol = _Newton(objective), min(tol, max(tol ** 2, NEWTON_MIN_TOL))
     else:
         directions = _LBFGS(params.shape)
     params, n_iter = _minimise(objective, params, directions, max_iter, tol)
