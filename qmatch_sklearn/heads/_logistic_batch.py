@@ -21,6 +21,10 @@ from scipy.special import softmax
 HISTORY = 10
 #: Armijo's sufficient-decrease constant and the most step halvings per iteration.
 ARMIJO, MAX_HALVINGS = 1e-4, 40
+#: ``ndarray.sum``, ``max``, ``all`` and ``any`` without their Python wrappers (the same
+#: reductions): the solver's arrays are small, so its time is in calls.
+_sum, _max = np.add.reduce, np.maximum.reduce
+_all, _any = np.logical_and.reduce, np.logical_or.reduce
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class _Objective:
         n_rows = weights.shape[1]
         self.target_at = (np.broadcast_to(np.asarray(targets, dtype=np.int64), weights.shape)
                           * n_rows + np.arange(n_rows))
+        self._all_at = None
 
     def split(self, params):
         _, outputs, n_features = self.shape
@@ -91,55 +96,77 @@ class _Objective:
         coef, intercept = self.split(params)
         n_problems, outputs = len(coef), self.outputs
         row_share, penalty = self.row_share[problems], self.penalty[problems]
-        target_at = self.target_at[problems]
         logits = (coef.reshape(-1, coef.shape[2]) @ self.X.T).reshape(
             n_problems, outputs, -1) + intercept[:, :, None]
         if outputs == 1:  # two classes: the first's logit is 0
             logits = np.concatenate([np.zeros_like(logits), logits], axis=1)
-        logits -= logits.max(axis=1, keepdims=True)
+        logits -= _max(logits, axis=1, keepdims=True)
         proba = np.exp(logits)
-        normaliser = proba.sum(axis=1, keepdims=True)
+        normaliser = _sum(proba, axis=1, keepdims=True)
         proba /= normaliser
-        # the rows' classes in the flat (problems, classes, rows) arrays
-        at = target_at + (np.arange(n_problems) * proba.shape[1] * proba.shape[2])[:, None]
+        at = self._flat_targets(problems, proba.shape)
         row_log_proba = logits.reshape(-1)[at] - np.log(normaliser[:, 0])
-        value = -(row_share * row_log_proba).sum(axis=1)
-        value += 0.5 * penalty * np.square(coef).sum(axis=(1, 2))
+        value = -_sum(row_share * row_log_proba, axis=1)
+        value += 0.5 * penalty * _sum(np.square(coef), axis=(1, 2))
         proba.reshape(-1)[at] -= 1.0  # softmax - one-hot: the loss's gradient in the logits
         residual = proba[:, -outputs:] * row_share[:, None, :]
         coef_grad = (residual.reshape(-1, residual.shape[2]) @ self.X).reshape(coef.shape)
         coef_grad += penalty[:, None, None] * coef
-        grad = np.concatenate([coef_grad.reshape(n_problems, -1), residual.sum(axis=2)],
+        grad = np.concatenate([coef_grad.reshape(n_problems, -1), _sum(residual, axis=2)],
                               axis=1)
         return value, grad
+
+    def _flat_targets(self, problems, shape):
+        """Where each row's class sits in the flat (problems, classes, rows) arrays of
+        ``shape``; kept for all problems, the common case."""
+        if isinstance(problems, slice) and self._all_at is not None:
+            return self._all_at
+        target_at = self.target_at[problems]
+        at = target_at + (np.arange(shape[0]) * shape[1] * shape[2])[:, None]
+        if isinstance(problems, slice):
+            self._all_at = at
+        return at
 
 
 def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
     """Minus the L-BFGS inverse-Hessian estimate times ``grad`` (two-loop recursion), per
-    problem, from ``n_pairs`` pairs ending at slot ``newest``; pairs of curvature 0 skipped."""
+    problem, from ``n_pairs`` pairs ending at slot ``newest``; pairs of curvature 0 skipped.
+    ``inverse_curvature`` is (slots, problems, 1), broadcasting over each problem's row."""
     order = [(newest - i) % HISTORY for i in range(n_pairs)]
     q = grad.copy()
+    product = np.empty_like(q)
     alphas = []
     for slot in order:
-        alpha = inverse_curvature[slot] * (steps[slot] * q).sum(axis=1)
-        q -= alpha[:, None] * changes[slot]
+        alpha = inverse_curvature[slot] * _sum(np.multiply(steps[slot], q, out=product),
+                                               axis=1, keepdims=True)
+        q -= np.multiply(alpha, changes[slot], out=product)
         alphas.append(alpha)
     if n_pairs:
         y = changes[newest]
-        curvature = (y * y).sum(axis=1)
-        known = inverse_curvature[newest] > 0
-        q[known] /= (inverse_curvature[newest] * curvature)[known, None]
+        scale = inverse_curvature[newest] * _sum(np.multiply(y, y, out=product), axis=1,
+                                                 keepdims=True)
+        known = inverse_curvature[newest, :, 0] > 0
+        if _all(known):
+            q /= scale
+        else:
+            q[known] /= scale[known]
     for slot, alpha in zip(reversed(order), reversed(alphas), strict=True):
-        beta = inverse_curvature[slot] * (changes[slot] * q).sum(axis=1)
-        q += (alpha - beta)[:, None] * steps[slot]
-    return -q
+        beta = inverse_curvature[slot] * _sum(np.multiply(changes[slot], q, out=product),
+                                              axis=1, keepdims=True)
+        q += np.multiply(alpha - beta, steps[slot], out=product)
+    return np.negative(q, out=q)
+
+
+def _norm(vectors):
+    """Each row's Euclidean norm, as ``np.linalg.norm(vectors, axis=1)`` computes it."""
+    return np.sqrt(_sum(vectors * vectors, axis=1))
 
 
 def _rows_in_use(X, targets, weights):
     """The arguments without the rows of weight 0 in every problem (self-training's first
     solves read thousands of unlabeled rows no problem has labeled yet)."""
     used = (weights > 0).any(axis=0)
-    if used.all():
+    if _all(used):
         return X, targets, weights
     targets = np.asarray(targets)
     return X[used], targets[..., used], weights[:, used]
@@ -178,48 +205,50 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     value, grad = objective(params, np.arange(n_problems))
     steps = np.zeros((HISTORY, *params.shape))
     changes = np.zeros_like(steps)
-    inverse_curvature = np.zeros((HISTORY, n_problems))
+    inverse_curvature = np.zeros((HISTORY, n_problems, 1))
     n_iter = np.zeros(n_problems, dtype=np.int64)
     active = np.abs(grad).max(axis=1) > tol
     n_pairs, newest = 0, -1
     for iteration in range(max_iter):
-        if not active.any():
+        if not _any(active):
             break
         # all problems live (the common case): a slice, whose views copy nothing
-        live = slice(None) if active.all() else np.flatnonzero(active)
+        live = slice(None) if _all(active) else np.flatnonzero(active)
         x, f, g = params[live], value[live], grad[live]
         direction = _direction(g, steps[:, live], changes[:, live],
                                inverse_curvature[:, live], n_pairs, newest)
-        slope = (g * direction).sum(axis=1)
+        slope = _sum(g * direction, axis=1)
         uphill = slope >= 0  # a stale pair can point uphill: fall back to the gradient
-        direction[uphill] = -g[uphill]
-        slope = np.where(uphill, -(g * g).sum(axis=1), slope)
+        if _any(uphill):
+            direction[uphill] = -g[uphill]
+            slope = np.where(uphill, -_sum(g * g, axis=1), slope)
         step = np.ones(len(f))
         if iteration == 0:  # scipy's first step: at most a unit move
-            step = np.minimum(1.0 / np.maximum(np.abs(direction).sum(axis=1), 1e-300), 1.0)
+            step = np.minimum(1.0 / np.maximum(_sum(np.abs(direction), axis=1), 1e-300), 1.0)
         for _ in range(MAX_HALVINGS):
             trial = x + step[:, None] * direction
             trial_value, trial_grad = objective(trial, live)
             enough = trial_value <= f + ARMIJO * step * slope
-            if enough.all():
+            if _all(enough):
                 break
             step = np.where(enough, step, step / 2)
         stalled = ~enough  # no decrease found: stop where it was, as scipy does
-        trial = np.where(stalled[:, None], x, trial)
-        trial_value = np.where(stalled, f, trial_value)
-        trial_grad = np.where(stalled[:, None], g, trial_grad)
+        if _any(stalled):
+            trial = np.where(stalled[:, None], x, trial)
+            trial_value = np.where(stalled, f, trial_value)
+            trial_grad = np.where(stalled[:, None], g, trial_grad)
         newest = (newest + 1) % HISTORY
         n_pairs = min(n_pairs + 1, HISTORY)
         s, y = trial - x, trial_grad - g
-        products = (s * y).sum(axis=1)
-        curved = products > 1e-10 * np.linalg.norm(s, axis=1) * np.linalg.norm(y, axis=1)
+        products = _sum(s * y, axis=1)
+        curved = products > 1e-10 * _norm(s) * _norm(y)
         steps[newest, live], changes[newest, live] = s, y
         inverse_curvature[newest] = 0.0  # the problems at rest keep no pair here
-        inverse_curvature[newest, live] = np.where(curved, 1.0 / np.where(curved, products, 1.0),
-                                                   0.0)
+        inverse_curvature[newest, live, 0] = (1.0 / products if _all(curved) else np.where(
+            curved, 1.0 / np.where(curved, products, 1.0), 0.0))
         params[live], value[live], grad[live] = trial, trial_value, trial_grad
         n_iter[live] += 1
-        active[live] = (np.abs(trial_grad).max(axis=1) > tol) & ~stalled
+        active[live] = (_max(np.abs(trial_grad), axis=1) > tol) & ~stalled
     coef, intercept = objective.split(params)
     return LogisticBatch(coef, intercept, n_iter)
 
@@ -266,7 +295,8 @@ def log_likelihood(X, coef, intercept, targets, weights):
     lead = coef.shape[:-2]
     logits = class_logits(X, coef.reshape(-1, *coef.shape[-2:]),
                           intercept.reshape(-1, intercept.shape[-1]))
-    proba = softmax(logits, axis=2)
+    proba = np.exp(logits - _max(logits, axis=2, keepdims=True))  # scipy's softmax
+    proba /= _sum(proba, axis=2, keepdims=True)
     eps = np.finfo(proba.dtype).eps
     row_proba = np.clip(proba[:, np.arange(len(targets)), targets], eps, 1 - eps)
     scores = np.log(row_proba) @ (np.asarray(weights, dtype=float) / np.sum(weights))
