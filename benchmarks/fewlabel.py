@@ -375,13 +375,13 @@ def run_qmatch_hgb(data, seed, smoke):
     return model.predict(encoder.transform(data.Xp_test)), details
 
 
-def head_seconds(classifier, data, y, predicted):
-    """Seconds of ``classifier``'s fit on ``data``'s rows and ``y`` again with its fitted
-    encoder frozen (``FrozenEstimator``): the same seeds, so the same head (checked: the
-    same ``predicted`` test rows), without the pretraining. The fit of the head alone
-    (reading and embedding the rows included), which issue #54 wants under the
-    pretraining's."""
-    again = clone(classifier).set_params(encoder=FrozenEstimator(classifier.encoder_))
+def head_seconds(estimator, data, y, predicted):
+    """Seconds of a fitted classifier's or regressor's fit on ``data``'s rows and ``y``
+    again with its fitted encoder frozen (``FrozenEstimator``): the same seeds, so the
+    same head (checked: the same ``predicted`` test rows), without the pretraining. The
+    fit of the head alone (reading and embedding the rows included), which issue #54 wants
+    under the pretraining's."""
+    again = clone(estimator).set_params(encoder=FrozenEstimator(estimator.encoder_))
     _, seconds = timed(again.fit, data.Xp_train, y, digits=3)
     if not np.array_equal(again.predict(data.Xp_test), predicted):
         raise RuntimeError("the head fitted again on the frozen encoder predicts otherwise: "

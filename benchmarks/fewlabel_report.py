@@ -617,46 +617,53 @@ def ratio_against_goal(ratio, goal):
     return f"{ratio:.1f}" + (" ✗" if ratio > goal else "")
 
 
+def fit_split(rows):
+    """A table's cells "pretraining s", "rest s" and "head s" from ``rows`` (one a seed)
+    with ``fit_seconds`` and ``details``: the means of the pretraining epochs' seconds, of
+    the rest of the fit (the head, and the set-up around both), and of the head's fit alone
+    (``head_seconds``: the fit again with the encoder frozen; ✗ where it is not under the
+    pretraining, issue #54's goal for the head); each blank where a row predates its
+    measurement."""
+    details = rows.get("details", pd.Series(np.nan, rows.index))
+
+    def measured(name):
+        return details.map(lambda cell: (json.loads(cell).get(name, np.nan)
+                                         if isinstance(cell, str) else np.nan))
+
+    pretrained, head_fit = measured("pretraining_seconds"), measured("head_seconds")
+    cells = ["", "", ""]
+    if pretrained.notna().all():
+        cells[:2] = [seconds_cell(pretrained.mean()),
+                     seconds_cell((rows["fit_seconds"] - pretrained).mean())]
+        if head_fit.notna().all():
+            cells[2] = seconds_cell(head_fit.mean()) + (
+                " ✗" if head_fit.mean() >= pretrained.mean() else "")
+    return cells
+
+
 def against_catboost_time(frame, config, ours="qmatch_clf"):
     """Rows of ours' fit seconds over CatBoost's default fit on the same rows (issue
     #54), from the rows of ``config`` alone: both fitted in the same run, on the same
     machine and one thread each. Per table, the seeds both have ``timed_alone`` on one
     machine: each mean, the geometric mean over seeds of the per-seed ratio (✗ above
-    ``TIME_GOAL``), and the accuracy of each; ours' mean pretraining seconds, the rest
-    of its fit (the head, and the set-up around both) and the head's fit alone
-    (``head_seconds``: the fit again with the encoder frozen; ✗ where it is not under the
-    pretraining, issue #54's goal for the head), blank for rows that predate each
-    measurement; a last row with the geometric mean of the tables' ratios. Empty where
-    the run has no CatBoost rows."""
+    ``TIME_GOAL``), and the accuracy of each; ours' fit split (:func:`fit_split`); a last
+    row with the geometric mean of the tables' ratios. Empty where the run has no CatBoost
+    rows."""
     part = timed_alone(frame[frame["config"] == config])
     # a pair: the same table, seed and machine
     pairs = part[part["contender"] == ours].merge(
         part[part["contender"] == "catboost"], on=["table", "seed", "machine"],
         suffixes=("", "_catboost"))
     rows, ratios = [], []
-    details = pairs.get("details", pd.Series(np.nan, pairs.index))
-
-    def measured(name):
-        return details.map(lambda cell: (json.loads(cell).get(name, np.nan)
-                                         if isinstance(cell, str) else np.nan))
-
-    pretraining, head = measured("pretraining_seconds"), measured("head_seconds")
     for table in [t for t in TABLES if t in set(pairs["table"])]:
         both = pairs[pairs["table"] == table]
         ratio = geometric_mean(both["fit_seconds"] / both["fit_seconds_catboost"])
         ratios.append(ratio)
-        pretrained, head_fit = pretraining[both.index], head[both.index]
-        split = ["", "", ""]
-        if pretrained.notna().all():
-            split[:2] = [seconds_cell(pretrained.mean()),
-                         seconds_cell((both["fit_seconds"] - pretrained).mean())]
-            if head_fit.notna().all():
-                split[2] = seconds_cell(head_fit.mean()) + (
-                    " ✗" if head_fit.mean() >= pretrained.mean() else "")
         rows.append([table, seconds_cell(both["fit_seconds"].mean()),
                      seconds_cell(both["fit_seconds_catboost"].mean()),
                      ratio_against_goal(ratio, TIME_GOAL),
-                     mean_std(both["accuracy"]), mean_std(both["accuracy_catboost"]), *split])
+                     mean_std(both["accuracy"]), mean_std(both["accuracy_catboost"]),
+                     *fit_split(both)])
     if not rows:
         return []
     rows.append([f"**geometric mean of {len(rows)} tables**", "", "",
