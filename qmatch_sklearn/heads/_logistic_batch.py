@@ -92,7 +92,8 @@ class _Objective:
         return coef, params[:, outputs * n_features:]
 
     def __call__(self, params, problems):
-        """F and its gradient at ``params`` of the problems indexed by ``problems``."""
+        """F and its gradient at ``params`` of the problems indexed by ``problems`` (an
+        index array, or ``slice(None)`` for all of them)."""
         coef, intercept = self.split(params)
         n_problems, outputs = len(coef), self.outputs
         row_share, penalty = self.row_share[problems], self.penalty[problems]
@@ -118,7 +119,7 @@ class _Objective:
 
     def _flat_targets(self, problems, shape):
         """Where each row's class sits in the flat (problems, classes, rows) arrays of
-        ``shape``; kept for all problems, the common case."""
+        ``shape``; kept for ``slice(None)`` (all problems), the common case."""
         if isinstance(problems, slice) and self._all_at is not None:
             return self._all_at
         target_at = self.target_at[problems]
