@@ -57,5 +57,7 @@ def default_pretraining(n_rows):
     """``max_epochs``, ``batch_size`` and ``tol`` of the default encoder of a classifier or
     regressor fitted on ``n_rows`` rows (see ``DEFAULT_EPOCHS``, ``DEFAULT_BATCH`` and
     ``DEFAULT_TOL``)."""
-    # screen (batch128-all): batches of SMALL_BATCH rows on every table
-    return {"max_epochs": DEFAULT_EPOCHS, "batch_size": SMALL_BATCH, "tol": DEFAULT_TOL}
+    steps = DEFAULT_EPOCHS * math.ceil(n_rows / DEFAULT_BATCH)
+    return {"max_epochs": DEFAULT_EPOCHS,
+            "batch_size": DEFAULT_BATCH if steps >= MIN_DEFAULT_STEPS else SMALL_BATCH,
+            "tol": DEFAULT_TOL}
