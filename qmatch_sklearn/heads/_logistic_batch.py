@@ -80,11 +80,13 @@ class _Objective:
         total = weights.sum(axis=1)
         self.row_share = weights / total[:, None]
         self.penalty = 1.0 / (np.asarray(C, dtype=np.float64) * total)
-        # where each row's class sits in a problem's flat (classes, rows) block
+        # where each row's class sits in a problem's flat (classes, rows) block, and where
+        # that block starts in the flat (problems, classes, rows) arrays
         n_rows = weights.shape[1]
         self.target_at = (np.broadcast_to(np.asarray(targets, dtype=np.int64), weights.shape)
                           * n_rows + np.arange(n_rows))
-        self._all_at = None
+        self.block_at = (np.arange(n_problems) * max(self.outputs, 2) * n_rows)[:, None]
+        self.all_at = self.target_at + self.block_at  # all problems: the common case
 
     def split(self, params):
         _, outputs, n_features = self.shape
@@ -105,7 +107,9 @@ class _Objective:
         proba = np.exp(logits)
         normaliser = _sum(proba, axis=1, keepdims=True)
         proba /= normaliser
-        at = self._flat_targets(problems, proba.shape)
+        # the rows' classes in the flat (problems, classes, rows) arrays
+        at = (self.all_at if isinstance(problems, slice)
+              else self.target_at[problems] + self.block_at[:n_problems])
         row_log_proba = logits.reshape(-1)[at] - np.log(normaliser[:, 0])
         value = -_sum(row_share * row_log_proba, axis=1)
         value += 0.5 * penalty * _sum(np.square(coef), axis=(1, 2))
@@ -116,17 +120,6 @@ class _Objective:
         grad = np.concatenate([coef_grad.reshape(n_problems, -1), _sum(residual, axis=2)],
                               axis=1)
         return value, grad
-
-    def _flat_targets(self, problems, shape):
-        """Where each row's class sits in the flat (problems, classes, rows) arrays of
-        ``shape``; kept for ``slice(None)`` (all problems), the common case."""
-        if isinstance(problems, slice) and self._all_at is not None:
-            return self._all_at
-        target_at = self.target_at[problems]
-        at = target_at + (np.arange(shape[0]) * shape[1] * shape[2])[:, None]
-        if isinstance(problems, slice):
-            self._all_at = at
-        return at
 
 
 def _direction(grad, steps, changes, inverse_curvature, n_pairs, newest):
