@@ -389,6 +389,15 @@ def head_seconds(estimator, data, y, predicted):
     return seconds
 
 
+def fit_timings(estimator, data, y, predicted, seconds):
+    """What a runner of ours records about its timed fit (``seconds``, with its prediction
+    ``predicted`` of the test rows): those seconds, the pretraining epochs' (skorch's
+    "dur": the fit's rest is set-up and the head) and :func:`head_seconds`."""
+    return {"pretraining_seconds": round(float(sum(estimator.encoder_.history_[:, "dur"])), 3),
+            "fit_seconds": seconds,
+            "head_seconds": head_seconds(estimator, data, y, predicted)}
+
+
 def run_qmatch_clf(data, seed, smoke, **params):
     """The one call, timed here with its prediction (``fit_seconds``), then
     :func:`head_seconds`."""
@@ -406,10 +415,7 @@ def run_qmatch_clf(data, seed, smoke, **params):
                "boosting_weight": classifier.boosting_weight_,
                "self_training_weight": classifier.self_training_weight_,
                "label_spreading_weight": classifier.label_spreading_weight_,
-               # the epochs' seconds (skorch's "dur"): the fit's rest is set-up and the head
-               "pretraining_seconds": round(float(sum(encoder.history_[:, "dur"])), 3),
-               "fit_seconds": seconds,
-               "head_seconds": head_seconds(classifier, data, y, predicted)}
+               **fit_timings(classifier, data, y, predicted, seconds)}
     return predicted, details
 
 

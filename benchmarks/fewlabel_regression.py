@@ -27,7 +27,7 @@ penguin_mass) for every contender: there one seed's R² swings from -1.2 to 0.4.
 
 Scores: test R² (and RMSE in the target's unit); ``qmatch_reg`` and ``qmatch_reg_raw`` time
 their own fit with its prediction and record in ``details`` the pretraining epochs' seconds
-and their head's fit alone (``fewlabel.head_seconds``). Results are appended to
+and their head's fit alone (``fewlabel.fit_timings``). Results are appended to
 ``benchmarks/results/fewlabel_regression.csv``; (table, seed, contender) already there are
 skipped (``--again`` measures them anew: the report shows the newest row of each).
 ``--report`` writes ``fewlabel_regression.md``.
@@ -57,9 +57,10 @@ from .fewlabel import (
     _as_object,
     catboost_frames,
     catboost_params,
-    head_seconds,
+    fit_timings,
     lightgbm_params,
     make_preprocessor,
+    on_raw_table,
     xgboost_params,
 )
 from .fewlabel_report import (
@@ -162,27 +163,23 @@ def predict(contender, data, seed, smoke):
         X_train, X_test, categorical = catboost_frames(data)
         model = CatBoostRegressor(**catboost_params(seed, categorical, smoke))
         return model.fit(X_train[data.labeled], y_labeled).predict(X_test), {}
-    return run_qmatch_reg(data, seed, smoke, raw=contender == "qmatch_reg_raw")
+    run = on_raw_table(run_qmatch_reg) if contender == "qmatch_reg_raw" else run_qmatch_reg
+    return run(data, seed, smoke)
 
 
-def run_qmatch_reg(data, seed, smoke, raw):
+def run_qmatch_reg(data, seed, smoke):
     """``QMatchRegressor(random_state=seed)``'s prediction of the test rows and its details:
-    its fit (with that prediction) timed here as ``fit_seconds``, the pretraining epochs'
-    seconds and the head's fit alone (``fewlabel.head_seconds``)."""
+    its fit (with that prediction) timed here, the pretraining epochs' seconds and the
+    head's fit alone (``fewlabel.fit_timings``)."""
     regressor = QMatchRegressor(random_state=seed)
     if smoke:
         regressor.set_params(encoder=QMatchEncoder(
             passthrough=True, hidden_sizes=(16,), embedding_dim=8, projection_sizes=(16, 8),
             queue_size=64, batch_size=64, max_epochs=2, random_state=seed), max_epochs=3)
     y_partial = np.where(data.labeled, data.y_train, np.nan)
-    if raw:  # the table as loaded, where head_seconds reads the preprocessed rows
-        data = Bunch(**{**data, "Xp_train": data.X_train, "Xp_test": data.X_test})
     predicted, seconds = timed(
         lambda: regressor.fit(data.Xp_train, y_partial).predict(data.Xp_test))
-    return predicted, {
-        "pretraining_seconds": round(float(sum(regressor.encoder_.history_[:, "dur"])), 3),
-        "fit_seconds": seconds,
-        "head_seconds": head_seconds(regressor, data, y_partial, predicted)}
+    return predicted, fit_timings(regressor, data, y_partial, predicted, seconds)
 
 
 def _raw_gap(part):
