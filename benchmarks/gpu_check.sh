@@ -4,7 +4,8 @@
 # GPU time comes in short windows (15 minutes a task, machine start included), so this is
 # one command of at most 9 minutes, each stage under its own time limit, every result
 # written to $OUT as it is measured (the device tool brings $OUT back, at most 8 files:
-# gpu_check.log, mlp/ and imix/throughput.{md,json}, precision.md, fewshot_gpu.csv).
+# gpu_check.log, mlp/ and imix/throughput.{md,json}, precision.md, recorded/precision.md,
+# fewshot_gpu.csv).
 #
 #   bash benchmarks/gpu_check.sh --prepare   # here, once: .whl/ (skorch, which the
 #                                            # device image lacks) and .gpu_data/ (MNIST,
@@ -16,9 +17,10 @@
 # Stages: the device named; tests/test_cuda.py (the recorded step among them); one pretext
 # epoch under torch.cuda.set_sync_debug_mode("warn") (the host syncs a step makes, counted);
 # the throughput benchmark on the default and the paper network; the precision benchmark
-# (eager and recorded steps); then the paper cells the input-path issue asks for (MNIST 1%,
-# the supervised baseline and Q-Match, the paper budget, the reference split's seed 1) as
-# far as the time allows.
+# (eager and recorded steps); the recorded-step probe (benchmarks/recorded_step_probe.py: the
+# step recorded on a torch older than the library's gate); then the paper cells the
+# input-path issue asks for (MNIST 1%, the supervised baseline and Q-Match, the paper budget,
+# the reference split's seed 1) as far as the time allows.
 # Commit what comes back under benchmarks/results/ with the device named.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +105,10 @@ stage throughput_imix 120 "$PY" -m benchmarks.throughput --device "$DEVICE" \
     --out "$OUT/imix" --architecture imix "${THROUGHPUT[@]}" --note "gpu_check.sh, paper network"
 stage precision 175 "$PY" -m benchmarks.precision --device "$DEVICE" --out "$OUT" \
     "${PRECISION[@]}"
+
+# the recorded step on a torch older than the library records it from (the device's 2.11)
+[[ $mode == run ]] && stage recorded_step 160 "$PY" -m benchmarks.recorded_step_probe \
+    --out "$OUT/recorded"
 
 # the paper cells, the reference split's seed first; whatever is measured is kept
 stage paper_cells 170 "$PY" -m benchmarks.fewshot --datasets mnist_1p --seeds 1 0 \

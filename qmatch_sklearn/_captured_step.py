@@ -16,12 +16,26 @@ WARMUP_STEPS = 3
 MIN_TORCH = (2, 13)
 
 
+def torch_records_steps():
+    """Whether the installed torch is ``MIN_TORCH`` or later."""
+    return tuple(int(part) for part in torch.__version__.split(".")[:2]) >= MIN_TORCH
+
+
 def captures_steps(cuda_graph, device, precision, distributed, recordable=True):
     """Whether a pretext fit records its step (``cuda_graph`` on CUDA, torch ``MIN_TORCH``,
     a ``recordable`` method; not ``"16-mixed"``, whose scaler reads the host, or distributed)."""
-    version = tuple(int(part) for part in torch.__version__.split(".")[:2])
-    able = recordable and version >= MIN_TORCH and torch.device(device).type == "cuda"
+    able = recordable and torch_records_steps() and torch.device(device).type == "cuda"
     return bool(cuda_graph) and able and not (precision == "16-mixed" or distributed)
+
+
+def warn_unrecorded(cuda_graph, device):
+    """Warn where ``cuda_graph`` is asked for on CUDA but this torch is older than
+    ``MIN_TORCH``, so every step runs eagerly."""
+    if cuda_graph and torch.device(device).type == "cuda" and not torch_records_steps():
+        warnings.warn(
+            f"set_config(cuda_graph=True) records the training step from torch "
+            f"{'.'.join(map(str, MIN_TORCH))} on; torch {torch.__version__} trains eagerly.",
+            RuntimeWarning, stacklevel=3)
 
 
 class CapturedStep:

@@ -21,7 +21,7 @@ from skorch.helper import predefined_split
 from skorch.history import History
 from tqdm.auto import tqdm
 
-from ._captured_step import CapturedStep, captures_steps
+from ._captured_step import CapturedStep, captures_steps, warn_unrecorded
 from ._config import get_config
 from ._distributed import (
     average_gradients,
@@ -298,6 +298,7 @@ class PretextNet(_TabularNetMixin, NeuralNet):
             # each process corrupts (and shuffles its share) with its own draws
             self.generator.manual_seed(self.generator.initial_seed() + self.group_.rank)
         self.captured_step_ = None
+        warn_unrecorded(get_config()["cuda_graph"], self.device)
         if self._captures_steps():
             # AdamW warns once that capturable steps run uncaptured: the warm-up steps do
             self.optimizer_._warned_capturable_if_run_uncaptured = True

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from qmatch_sklearn import config_context, get_config, set_config
-from qmatch_sklearn._captured_step import WARMUP_STEPS, CapturedStep, captures_steps
+from qmatch_sklearn._captured_step import (
+    WARMUP_STEPS,
+    CapturedStep,
+    captures_steps,
+    warn_unrecorded,
+)
 
 
 class FakeGraph:
@@ -114,6 +119,12 @@ def test_fits_record_their_step_only_where_asked_and_able(cuda_graph, device, pr
 def test_a_torch_whose_generators_break_on_a_failed_capture_never_records(monkeypatch):
     monkeypatch.setattr(torch, "__version__", "2.12.1+cu126")
     assert not captures_steps(True, "cuda", "32-true", False)
+    with pytest.warns(RuntimeWarning, match=r"from torch 2\.13 on; torch 2\.12\.1\+cu126"):
+        warn_unrecorded(True, "cuda:0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_unrecorded(False, "cuda")  # not asked for
+        warn_unrecorded(True, "cpu")  # nothing is recorded on a CPU anyway
 
 
 def test_the_setting_is_off_by_default_and_a_context_restores_it():

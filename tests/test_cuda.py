@@ -21,7 +21,7 @@ from qmatch_sklearn import (
     load,
     save,
 )
-from qmatch_sklearn._captured_step import CapturedStep
+from qmatch_sklearn._captured_step import MIN_TORCH, CapturedStep, torch_records_steps
 
 from .conftest import tiny_encoder_params, tiny_method_params
 
@@ -134,6 +134,16 @@ def test_nan_unseen_at_fit_is_filled_on_the_gpu_as_on_the_cpu(digits):
     np.testing.assert_allclose(clf.predict_proba(filled), proba, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.skipif(torch_records_steps(), reason=f"torch {torch.__version__} records steps")
+def test_a_torch_too_old_to_record_says_it_trains_eagerly(digits):
+    X, _ = digits
+    params = tiny_method_params("qmatch", device="cuda", max_epochs=1, validation_fraction=None)
+    with config_context(cuda_graph=True), pytest.warns(RuntimeWarning, match="trains eagerly"):
+        METHODS["qmatch"](**params).fit(X)
+
+
+@pytest.mark.skipif(not torch_records_steps(),
+                    reason=f"torch {torch.__version__} is older than {MIN_TORCH}: no step recorded")
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_a_recorded_step_trains_as_the_eager_step_does(name, digits, monkeypatch):
     """``set_config(cuda_graph=True)``: every method's step (i-Mix's at its default

@@ -24,7 +24,7 @@ def nt_xent_loss(z_a, z_b, temperature):
     z = F.normalize(torch.cat([z_a, z_b]), dim=1)
     n = len(z_a)
     logits = (z @ z.T / temperature).fill_diagonal_(float("-inf"))
-    positives = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(z.device)
+    positives = torch.arange(2 * n, device=z.device).roll(n)  # each view's other view
     return F.cross_entropy(logits, positives)
 
 
