@@ -320,7 +320,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         classes are clusters of the embedding (image-like tables) and can hurt elsewhere. The
         other heads ignore it.
     %(max_time)s
-    %(predictor_device)s
+    %(pretrained_device)s
 
     Attributes
     ----------
@@ -410,7 +410,7 @@ class QMatchClassifier(PretrainedEncoderMixin, BaseHeadClassifier):
         label_spreading=False,
         max_time=None,
         device="auto",
-        precision="32-true",
+        precision="auto",
         random_state=None,
         verbose=0,
     ):

@@ -275,7 +275,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
     %(scoring_regressor)s
     %(clip_predictions)s
     %(max_time)s
-    %(predictor_device)s
+    %(pretrained_device)s
 
     Attributes
     ----------
@@ -349,7 +349,7 @@ class QMatchRegressor(PretrainedEncoderMixin, BaseHeadRegressor):
         clip_predictions=True,
         max_time=None,
         device="auto",
-        precision="32-true",
+        precision="auto",
         random_state=None,
         verbose=0,
     ):

@@ -214,8 +214,9 @@ def test_an_encoder_fitted_once_is_reused_across_folds(data):
 @pytest.mark.parametrize("make", [_regressor, _mlp], ids=["qmatch", "supervised"])
 def test_a_fixed_validation_set_drives_early_stopping(data, make):
     X, y = data
-    reg = make(patience=3, max_epochs=200).fit(X[TRAIN], y[TRAIN], X_val=X[TEST],
-                                               y_val=y[TEST])
+    # float32: the validation loss is computed in training's precision, predict in float32
+    reg = make(patience=3, max_epochs=200, precision="32-true").fit(
+        X[TRAIN], y[TRAIN], X_val=X[TEST], y_val=y[TEST])
     assert _rows_seen(reg.history_) == (300, 100)  # validation_fraction is ignored
     assert reg.n_epochs_ < 200
     assert reg.best_epoch_ == int(np.argmin(reg.history_[:, "valid_loss"])) + 1
