@@ -173,8 +173,8 @@ def main(argv=None):
     if cuda and not_recorded is None:
         runners["recorded"] = run_recorded
     elif not_recorded is not None:
-        lines.insert(-3, f"- Recorded step not timed: {not_recorded}")
-        lines.insert(-3, "")
+        lines.insert(-2, f"- Recorded step not timed: {not_recorded}")
+        lines.insert(-2, "")
     for name, network in NETWORKS.items():
         rows = X[: args.imix_rows] if network else X
         runs = {}

@@ -16,7 +16,7 @@ it:
 4. a capture made to fail (a host read inside the step), in a child process, last: whether
    the fit goes on eagerly with finite losses, and whether a later fit still trains.
 
-    python -m benchmarks.recorded_step_probe --out DIR   # on a GPU machine, ~3 minutes
+    python -m benchmarks.recorded_step_probe --out DIR   # on a GPU machine, ~2 minutes
 """
 
 import argparse

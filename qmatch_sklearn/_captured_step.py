@@ -8,6 +8,8 @@ import warnings
 
 import torch
 
+from ._warnings import warn
+
 #: Eager steps before the capture: state and workspaces a capture may not allocate.
 WARMUP_STEPS = 3
 
@@ -21,21 +23,28 @@ def torch_records_steps():
     return tuple(int(part) for part in torch.__version__.split(".")[:2]) >= MIN_TORCH
 
 
-def captures_steps(cuda_graph, device, precision, distributed, recordable=True):
-    """Whether a pretext fit records its step (``cuda_graph`` on CUDA, torch ``MIN_TORCH``,
-    a ``recordable`` method; not ``"16-mixed"``, whose scaler reads the host, or distributed)."""
-    able = recordable and torch_records_steps() and torch.device(device).type == "cuda"
+def _asked_and_able(cuda_graph, device, precision, distributed, recordable):
+    """``cuda_graph`` on CUDA for a ``recordable`` method, neither ``"16-mixed"`` (whose
+    scaler reads the host) nor distributed: all a recorded step needs but the torch."""
+    able = recordable and torch.device(device).type == "cuda"
     return bool(cuda_graph) and able and not (precision == "16-mixed" or distributed)
 
 
-def warn_unrecorded(cuda_graph, device):
-    """Warn where ``cuda_graph`` is asked for on CUDA but this torch is older than
-    ``MIN_TORCH``, so every step runs eagerly."""
-    if cuda_graph and torch.device(device).type == "cuda" and not torch_records_steps():
-        warnings.warn(
-            f"set_config(cuda_graph=True) records the training step from torch "
-            f"{'.'.join(map(str, MIN_TORCH))} on; torch {torch.__version__} trains eagerly.",
-            RuntimeWarning, stacklevel=3)
+def captures_steps(cuda_graph, device, precision, distributed, recordable=True):
+    """Whether a pretext fit records its step: :func:`_asked_and_able` on torch
+    ``MIN_TORCH`` or later."""
+    return torch_records_steps() and _asked_and_able(cuda_graph, device, precision,
+                                                     distributed, recordable)
+
+
+def warn_unrecorded(cuda_graph, device, precision, distributed, recordable=True):
+    """Warn where a fit would record its step (:func:`captures_steps`) but for this torch,
+    older than ``MIN_TORCH``: every step then runs eagerly."""
+    if not torch_records_steps() and _asked_and_able(cuda_graph, device, precision,
+                                                     distributed, recordable):
+        warn(f"set_config(cuda_graph=True) records the training step from torch "
+             f"{'.'.join(map(str, MIN_TORCH))} on; torch {torch.__version__} trains eagerly.",
+             RuntimeWarning)
 
 
 class CapturedStep:

@@ -298,7 +298,6 @@ class PretextNet(_TabularNetMixin, NeuralNet):
             # each process corrupts (and shuffles its share) with its own draws
             self.generator.manual_seed(self.generator.initial_seed() + self.group_.rank)
         self.captured_step_ = None
-        warn_unrecorded(get_config()["cuda_graph"], self.device)
         if self._captures_steps():
             # AdamW warns once that capturable steps run uncaptured: the warm-up steps do
             self.optimizer_._warned_capturable_if_run_uncaptured = True
@@ -685,6 +684,9 @@ def make_net(net_class, module, criterion, valid, settings, *, device, seed, mon
     guard = KeepBestEpoch(monitor if has_validation else None, lower_is_better,
                           settings.patience, settings.deadline, settings.tol,
                           settings.tol_from_epoch)
+    if issubclass(net_class, PretextNet):  # said here: inside skorch it names skorch's line
+        warn_unrecorded(get_config()["cuda_graph"], device, settings.precision,
+                        current_group() is not None, module.recordable)
     return net_class(
         module,
         criterion=criterion,

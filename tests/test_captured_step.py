@@ -120,11 +120,13 @@ def test_a_torch_whose_generators_break_on_a_failed_capture_never_records(monkey
     monkeypatch.setattr(torch, "__version__", "2.12.1+cu126")
     assert not captures_steps(True, "cuda", "32-true", False)
     with pytest.warns(RuntimeWarning, match=r"from torch 2\.13 on; torch 2\.12\.1\+cu126"):
-        warn_unrecorded(True, "cuda:0")
+        warn_unrecorded(True, "cuda:0", "32-true", False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warn_unrecorded(False, "cuda")  # not asked for
-        warn_unrecorded(True, "cpu")  # nothing is recorded on a CPU anyway
+        warn_unrecorded(False, "cuda", "32-true", False)  # not asked for
+        warn_unrecorded(True, "cpu", "32-true", False)  # nothing is recorded on a CPU anyway
+        warn_unrecorded(True, "cuda", "16-mixed", False)  # eager on any torch
+        warn_unrecorded(True, "cuda", "32-true", False, recordable=False)
 
 
 def test_the_setting_is_off_by_default_and_a_context_restores_it():
