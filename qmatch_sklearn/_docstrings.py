@@ -187,7 +187,7 @@ precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="auto"
     Precision of training, by Lightning's names: float32, or forward passes under bfloat16 or
     float16 autocast ("16-mixed": CUDA only); outputs stay float32. "auto" is "bf16-mixed" on
     CPUs with bf16 matrix units (Intel AMX, AVX512-BF16), where it pretrains the default
-    encoder 1.3 to 1.6 times as fast, else "32-true" (user guide: "CPU, GPU, and saving
+    encoder 1.2 to 1.6 times as fast, else "32-true" (user guide: "CPU, GPU, and saving
     models"). Embeddings then differ between such CPUs and others by bf16's rounding.
 """,
     "random_state_encoder": """\

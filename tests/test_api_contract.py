@@ -84,7 +84,7 @@ DEFAULT_EXCEPTIONS = {
     "precision": (
         {"QMatchClassifier": "auto", "QMatchRegressor": "auto"},
         "the few-label estimators pretrain their default encoder where they are fitted; bf16 on "
-        "CPUs with bf16 matrix units makes that 1.3 to 1.6 times as fast (issue #54), while "
+        "CPUs with bf16 matrix units makes that 1.2 to 1.6 times as fast (issue #54), while "
         "the encoders keep the paper's float32",
     ),
     "projection_sizes": (

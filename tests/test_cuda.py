@@ -46,7 +46,8 @@ def test_every_encoder_trains_on_the_gpu_and_returns_host_float32(name, precisio
 
 
 def test_auto_precision_keeps_float32_on_a_gpu():
-    """bf16 autocast trained slower than float32 on an H200 (precision_cuda.md)."""
+    """bf16 autocast trained the default network slower than float32 on an H200
+    (precision_cuda.md)."""
     encoder = QMatchEncoder(**tiny_encoder_params(device="cuda", max_epochs=1, precision="auto"))
     encoder.fit(np.random.RandomState(0).normal(size=(256, 6)).astype(np.float32))
     assert encoder.precision_ == "32-true"
