@@ -182,14 +182,6 @@ precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="32-true"
     float16 autocast ("16-mixed": CUDA only); outputs stay float32. "auto" is "bf16-mixed" on
     CPUs with bf16 matrix units, else "32-true" (user guide: "CPU, GPU, and saving models").
 """,
-    "precision_pretrained": """\
-precision : {"32-true", "bf16-mixed", "16-mixed", "auto"}, default="auto"
-    Precision of training, by Lightning's names: float32, or forward passes under bfloat16 or
-    float16 autocast ("16-mixed": CUDA only); outputs stay float32. "auto" is "bf16-mixed" on
-    CPUs with bf16 matrix units (Intel AMX, AVX512-BF16), where it pretrains the default
-    encoder 1.2 to 1.6 times as fast, else "32-true" (user guide: "CPU, GPU, and saving
-    models"). Embeddings then differ between such CPUs and others by bf16's rounding.
-""",
     "random_state_encoder": """\
 random_state : int, RandomState instance or None, default=None
     Seeds weight initialisation, shuffling, corruption, any queue and the
@@ -392,6 +384,11 @@ Distributions Induced by a Queue."
 #: The encoders' entry: the plain one, and their one-hot blocks corrupted whole.
 ENTRIES["categorical_features_encoder"] = (ENTRIES["categorical_features_uncorrupted"]
                                            + "    Each block is corrupted as one unit.\n")
+#: The few-label estimators' entry: the plain one at their default, "auto".
+ENTRIES["precision_pretrained"] = (
+    ENTRIES["precision"].replace('default="32-true"', 'default="auto"')
+    + "    On such CPUs (Intel AMX, AVX512-BF16) it pretrains the default encoder 1.2 to 1.6\n"
+    "    times as fast; embeddings then differ from other machines' by bf16's rounding.\n")
 #: Entries that follow one another in every class that has them, by one key.
 GROUPS = {
     "fit_attributes": ("device_", "precision_", "n_features_in_", "is_categorical_",
