@@ -82,22 +82,10 @@ print(f'device: {name}; torch {torch.__version__}; scikit-learn {sklearn.__versi
 stage cuda_tests 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py
 
 stage sync_count 60 "$PY" -c "
-import time, warnings, numpy as np, torch
-from qmatch_sklearn import QMatchEncoder
-device = '$DEVICE'
-X = np.random.default_rng(0).normal(size=(8192, 54)).astype(np.float32)
-encoder = QMatchEncoder(max_epochs=1, device=device, random_state=0)
-encoder.fit(X[:1024])  # warm-up: kernels loaded, allocator primed
-if device == 'cuda':
-    torch.cuda.set_sync_debug_mode('warn')
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter('always')
-    start = time.perf_counter()
-    encoder.fit(X)
-    seconds = time.perf_counter() - start
-syncs = sum('synchroniz' in str(w.message) for w in caught)
-print(f'one epoch of {len(X)} rows ({len(X) // 512} steps) on {device}: {seconds:.2f} s, '
-      f'{syncs} synchronising operations warned (issue #58 asks for none within an epoch)')"
+from benchmarks.recorded_step_probe import host_syncs
+seconds, syncs = host_syncs('$DEVICE')
+print(f'one epoch of 8192 rows (16 steps) on $DEVICE: {seconds:.2f} s, {syncs} synchronising '
+      'operations warned (issue #58 asks for none within an epoch)')"
 
 mkdir -p "$OUT/mlp" "$OUT/imix"
 stage throughput_mlp 90 "$PY" -m benchmarks.throughput --device "$DEVICE" --out "$OUT/mlp" \

@@ -65,21 +65,27 @@ print(json.dumps(report))
 """
 
 
-def host_syncs(recorded, rows=8192):
-    """Seconds and host syncs warned in one epoch over ``rows`` rows (512-row steps)."""
+def host_syncs(device, recorded=False, rows=8192):
+    """Seconds of one epoch over ``rows`` rows (512-row steps, after a warm-up fit) and, on
+    CUDA, the host syncs ``torch.cuda.set_sync_debug_mode("warn")`` warned of in it (none
+    are counted elsewhere); ``gpu_check.sh``'s eager count is this too."""
     X = np.random.default_rng(0).normal(size=(rows, 54)).astype(np.float32)
+    cuda = torch.device(device).type == "cuda"
     with config_context(cuda_graph=recorded):
-        QMatchEncoder(max_epochs=1, device="cuda", random_state=0).fit(X[:1024])  # warm-up
-        torch.cuda.set_sync_debug_mode("warn")
+        QMatchEncoder(max_epochs=1, device=device, random_state=0).fit(X[:1024])  # warm-up
+        if cuda:
+            torch.cuda.set_sync_debug_mode("warn")
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 start = time.perf_counter()
-                QMatchEncoder(max_epochs=1, device="cuda", random_state=0).fit(X)
-                torch.cuda.synchronize()
+                QMatchEncoder(max_epochs=1, device=device, random_state=0).fit(X)
+                if cuda:
+                    torch.cuda.synchronize(device)
                 seconds = time.perf_counter() - start
         finally:
-            torch.cuda.set_sync_debug_mode("default")
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
     return seconds, sum("synchroniz" in str(w.message) for w in caught)
 
 
@@ -95,7 +101,7 @@ def main(argv=None):
                           "-k", "recorded_step_trains"])
     print(f"recorded-step tests: pytest exit {int(status)}", flush=True)
     for recorded in (False, True):
-        seconds, syncs = host_syncs(recorded)
+        seconds, syncs = host_syncs("cuda", recorded)
         print(f"one epoch of 8192 rows, {'recorded' if recorded else 'eager'} step: "
               f"{seconds:.3f} s, {syncs} synchronising operations warned", flush=True)
     precision.main(["--device", "cuda", "--out", str(args.out), "--imix-rows", "4096",
