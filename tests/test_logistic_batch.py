@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 
+from qmatch_sklearn.heads._averaging import EMBEDDING_WEIGHTS, scale_block
 from qmatch_sklearn.heads._logistic_batch import (
     LinearModel,
     _Objective,
@@ -21,6 +22,7 @@ from qmatch_sklearn.heads._logistic_batch import (
     fit_logistic_batch,
     log_likelihood,
     logistic_path,
+    reduce_blocks,
     reduce_features,
 )
 
@@ -89,6 +91,57 @@ def test_fewer_rows_than_features_are_solved_exactly_on_the_reduced_rows(n_class
     np.testing.assert_allclose(reduced.intercept, full.intercept, atol=1e-5)
 
 
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**16), n_classes=st.integers(2, 4))
+def test_a_problem_s_column_scale_is_a_fit_on_its_scaled_columns(seed, n_classes):
+    X, y, weights, C = _problems(seed, 40, 5, n_classes, 3)
+    scale = np.random.default_rng(seed).uniform(0.0, 2.0, size=(3, 5))
+    scale[0, -2:] = 0.0  # a block left out
+    batch = fit_logistic_batch(X, y, weights, C, n_classes, tol=1e-8, max_iter=10_000,
+                               column_scale=scale)
+    assert np.all(batch.coef[0, :, -2:] == 0.0)
+    for p in range(3):
+        alone = fit_logistic_batch(X * scale[p], y, weights[p:p + 1], C[p:p + 1], n_classes,
+                                   tol=1e-8, max_iter=10_000)
+        ours, theirs = (_objective(X * scale[p], y, weights[p:p + 1], C[p:p + 1], n_classes,
+                                   solved.coef[p:p + 1] if solved is batch else solved.coef,
+                                   solved.intercept[p:p + 1] if solved is batch
+                                   else solved.intercept)
+                        for solved in (batch, alone))
+        assert ours == pytest.approx(theirs, abs=1e-9)
+        bound = 1e-4 * (1 + np.abs(alone.coef).max())
+        np.testing.assert_allclose(batch.coef[p], alone.coef[0], atol=bound)
+        np.testing.assert_allclose(batch.intercept[p], alone.intercept[0], atol=bound)
+
+
+@pytest.mark.parametrize("n_input, n_last", [(40, 30), (5, 30), (40, 8), (5, 8)])
+def test_one_block_wise_reduction_serves_every_weight_of_the_last_block(n_input, n_last):
+    """Reduced block by block (wide blocks only), the rows give each block weight's
+    regression of the weighted columns, whichever blocks are wider than the 15 rows."""
+    X, y, weights, C = _problems(3, 15, n_input + n_last, 3, 1)
+    rows, basis, n_reduced = reduce_blocks(X, n_last)
+    assert n_reduced == min(n_last, 15)
+    assert rows.shape[1] == min(n_input, 15) + n_reduced
+    for weight in EMBEDDING_WEIGHTS:
+        scale = np.ones((1, rows.shape[1]))
+        scale[:, rows.shape[1] - n_reduced:] = weight
+        reduced = fit_logistic_batch(rows, y, weights, C, 3, tol=1e-10, max_iter=5000,
+                                     column_scale=scale)
+        full = fit_logistic_batch(scale_block(X, n_last, weight), y, weights, C, 3,
+                                  tol=1e-10, max_iter=5000)
+        np.testing.assert_allclose(expand(reduced.coef, basis), full.coef, atol=1e-5)
+        np.testing.assert_allclose(reduced.intercept, full.intercept, atol=1e-5)
+
+
+def test_without_a_last_block_the_reduction_is_reduce_features():
+    X = np.random.default_rng(0).normal(size=(10, 25))
+    rows, basis, n_reduced = reduce_blocks(X, 0)
+    expected_rows, expected_basis = reduce_features(X)
+    assert n_reduced == 0
+    np.testing.assert_array_equal(rows, expected_rows)
+    np.testing.assert_array_equal(basis, expected_basis)
+
+
 def test_a_warm_start_at_the_optimum_stays_there():
     X, y, weights, C = _problems(2, 50, 4, 3, 3)
     solved = fit_logistic_batch(X, y, weights, C, 3)
@@ -154,6 +207,37 @@ def test_the_head_s_path_stops_past_its_best_C_and_chooses_as_the_whole_path(n_c
         np.testing.assert_array_equal(path, whole_path[:, :reached])
     np.testing.assert_array_equal(stopped.coef, whole.coef)
     np.testing.assert_array_equal(stopped.intercept, whole.intercept)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_block_weights_paths_solved_as_one_batch_are_each_block_weight_s_own(n_classes):
+    """The head's cross-validation solves every block weight's path in one batch; each
+    matches the path of that block weight's columns solved alone, to the solver's
+    tolerance, and chooses the same C."""
+    from qmatch_sklearn.heads import _logistic
+
+    X, y = make_classification(n_samples=60, n_features=40, n_informative=5,
+                               n_classes=n_classes, random_state=1)
+    n_embedding = 25
+    folds = _logistic.head_folds(y, seed=0)
+    weights = np.ones(len(y))
+    together = _logistic.cross_validated_paths(X, y, weights, folds, n_classes, n_embedding)
+    problems = np.zeros((len(folds) + 1, len(y)))
+    for k, (train, _) in enumerate(folds):
+        problems[k, train] = 1.0
+    problems[-1] = 1.0
+    for weight, (path, scores) in zip(EMBEDDING_WEIGHTS, together, strict=True):
+        reached = scores.shape[1]
+        features = scale_block(X, n_embedding, weight)
+        alone = logistic_path(features, y, problems, _logistic.CS[:reached], n_classes)
+        alone_scores = np.stack([log_likelihood(features[test], alone.coef[k], alone.intercept[k],
+                                                y[test], weights[test])
+                                 for k, (_, test) in enumerate(folds)])
+        np.testing.assert_allclose(scores, alone_scores, atol=1e-3)
+        assert scores.mean(axis=0).argmax() == alone_scores.mean(axis=0).argmax()
+        chosen = scores.mean(axis=0).argmax()
+        np.testing.assert_allclose(path.coef[-1, chosen], alone.coef[-1, chosen],
+                                   atol=1e-2 * (1 + np.abs(alone.coef[-1, chosen]).max()))
 
 
 @given(scores=st.lists(st.floats(-10, 0), min_size=1, max_size=10))

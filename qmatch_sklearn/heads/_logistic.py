@@ -28,9 +28,12 @@ from ._boosting import (
 from ._label_spreading import spread_logistic
 from ._logistic_batch import (
     LinearModel,
+    LogisticBatch,
+    expand,
+    fit_logistic_batch,
     log_likelihood,
     logistic_path,
-    regularisation_path,
+    reduce_blocks,
     stack_path,
 )
 from ._self_training import self_trained_logistic
@@ -102,13 +105,60 @@ def head_folds(targets, seed, sample_weight=None):
     return [(np.setdiff1d(rows, test), test) for test in tests]
 
 
+def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedding):
+    """Each block weight's (:func:`~._averaging.block_weights`) regularisation path along
+    :data:`CS`, all block weights solved as one batch: ``[(path, scores)]`` in their order,
+    ``path`` a :class:`~._logistic_batch.LogisticBatch` (each fold's training rows, then all
+    rows; the Cs reached; coefficients of the block-weighted ``features``) and ``scores``
+    the held-out log-likelihoods (folds, Cs reached).
+
+    Every problem sees the same rows, reduced once block by block
+    (:func:`~._logistic_batch.reduce_blocks`), and its block weight as a scale of the
+    embedding's columns; each C warm-starts from the one before, and a block weight's path
+    stops on its own (:func:`past_the_peak`)."""
+    blocks = block_weights(n_embedding)
+    rows, basis, n_last = reduce_blocks(features, 0 if n_embedding is None else n_embedding)
+    scale = np.ones((len(blocks), rows.shape[1]))
+    scale[:, rows.shape[1] - n_last:] = np.asarray(blocks)[:, None]
+    n_problems = len(folds) + 1
+    problems = np.zeros((n_problems, len(targets)))
+    for k, (train, _) in enumerate(folds):
+        problems[k, train] = weights[train]
+    problems[-1] = weights  # all rows
+    solutions, scores = [[] for _ in blocks], [[] for _ in blocks]
+    running, previous = np.arange(len(blocks)), None
+    for C in CS:
+        at_C = fit_logistic_batch(
+            rows, targets, np.tile(problems, (len(running), 1)),
+            np.full(len(running) * n_problems, C), n_classes, init=previous,
+            max_iter=LOGISTIC_MAX_ITER, column_scale=np.repeat(scale[running], n_problems, axis=0))
+        going = np.ones(len(running), dtype=bool)
+        for i, block in enumerate(running):
+            part = slice(i * n_problems, (i + 1) * n_problems)
+            coef, intercept = at_C.coef[part], at_C.intercept[part]
+            seen = coef * scale[block]  # the coefficients of the unweighted rows
+            scores[block].append([log_likelihood(rows[test], seen[k], intercept[k],
+                                                 targets[test], weights[test])
+                                  for k, (_, test) in enumerate(folds)])
+            solutions[block].append(LogisticBatch(expand(coef, basis), intercept,
+                                                  at_C.n_iter[part]))
+            going[i] = not past_the_peak(np.mean(scores[block], axis=1))
+        kept = np.repeat(going, n_problems)
+        running, previous = running[going], LogisticBatch(at_C.coef[kept],
+                                                          at_C.intercept[kept], None)
+        if not len(running):
+            break
+    return [(stack_path(solution), np.array(score).T)
+            for solution, score in zip(solutions, scores, strict=True)]
+
+
 def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=None,
                      unlabeled=None, twins=()):
     """The closed-form head's logistic regressions on ``embeddings``, averaged: a
     :class:`LogisticAverage`.
 
     C is chosen among :data:`CS` by cross-validated log-loss, as ``LogisticRegressionCV``
-    does, along :func:`~._logistic_batch.regularisation_path`, for each block weight of
+    does, along :func:`cross_validated_paths`, for each block weight of
     :func:`~._averaging.weigh_embedding_block`; with ``unlabeled`` rows each regression also
     gets its ``twins`` (keys of :data:`TWINS`).
     """
@@ -118,6 +168,11 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     n_classes = int(targets.max()) + 1
     weights = (np.ones(len(targets)) if sample_weight is None
                else np.asarray(sample_weight, dtype=float))
+    if folds is None:  # one block (weigh_embedding_block is told of none), at C=1
+        n_embedding, block_paths = None, iter(())
+    else:
+        block_paths = iter(cross_validated_paths(embeddings, targets, weights, folds,
+                                                 n_classes, n_embedding))
     unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
     block_of_fit = iter(block_weights(n_embedding))
@@ -129,21 +184,7 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
                                      LOGISTIC_MAX_ITER)
             chosen = 0
         else:
-            # every fold's training rows, then all rows: each solved along the C grid
-            problems = np.zeros((len(folds) + 1, len(targets)))
-            for k, (train, _) in enumerate(folds):
-                problems[k, train] = weights[train]
-            problems[-1] = weights
-            solutions, scores = [], []
-            for at_C in regularisation_path(features, targets, problems, CS, n_classes,
-                                            LOGISTIC_MAX_ITER):
-                solutions.append(at_C)
-                scores.append([log_likelihood(features[test], at_C.coef[k],
-                                              at_C.intercept[k], targets[test], weights[test])
-                               for k, (_, test) in enumerate(folds)])
-                if past_the_peak(np.mean(scores, axis=1)):
-                    break
-            solution, scores = stack_path(solutions), np.array(scores).T  # (folds, Cs)
+            solution, scores = next(block_paths)
             chosen = int(scores.mean(axis=0).argmax())
             C, score = float(CS[chosen]), float(scores.mean(axis=0)[chosen])
             paths.append((next(block_of_fit),
@@ -162,9 +203,8 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
                 kinds.append(name)
         return heads
 
-    coef, intercept, weight, _, p = weigh_embedding_block(
-        fit, embeddings, n_embedding if folds is not None else None, unlabeled
-    )
+    coef, intercept, weight, _, p = weigh_embedding_block(fit, embeddings, n_embedding,
+                                                          unlabeled)
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]

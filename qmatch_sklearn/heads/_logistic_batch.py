@@ -8,12 +8,15 @@ F = (1 / S) sum_i r_i CE(softmax(x_i W + b), y_i) + ||W||^2 / (2 C S), by L-BFGS
 Nocedal, 1989, "On the limited memory BFGS method for large scale optimization"; Nocedal
 & Wright, "Numerical Optimization", 2nd ed., algorithm 7.4) with an Armijo line search.
 With fewer rows than features W lies in the rows' span (Scholkopf, Herbrich & Smola, 2001,
-"A generalized representer theorem"): :func:`reduce_features`.
+"A generalized representer theorem"): :func:`reduce_features`. A problem may also see the
+columns of X scaled (``column_scale``, the embedding block's weight of
+:mod:`._averaging`), so that problems on differently weighted blocks share one X.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import block_diag
 from scipy.sparse import issparse
 from scipy.special import softmax
 
@@ -69,13 +72,17 @@ class _Objective:
     """F and its gradient for every problem, parameters flattened to (problems, m).
 
     It works in a (problems, classes, rows) layout, where the gradient of the weights is one
-    matrix product with ``X`` and no transposed array is copied."""
+    matrix product with ``X`` and no transposed array is copied. With ``column_scale``
+    (problems, features), problem p sees ``X * column_scale[p]``: its logits are
+    ``X (column_scale[p] * W)^T``, its penalty stays ``||W||^2``."""
 
-    def __init__(self, X, targets, weights, C, n_classes):
+    def __init__(self, X, targets, weights, C, n_classes, column_scale=None):
         self.X = np.asarray(X, dtype=np.float64)
         n_problems, n_features = weights.shape[0], self.X.shape[1]
         self.outputs = 1 if n_classes == 2 else n_classes
         self.shape = (n_problems, self.outputs, n_features)
+        self.column_scale = (None if column_scale is None
+                             else np.asarray(column_scale, dtype=np.float64)[:, None, :])
         weights = np.asarray(weights, dtype=np.float64)
         total = weights.sum(axis=1)
         self.row_share = weights / total[:, None]
@@ -99,7 +106,9 @@ class _Objective:
         coef, intercept = self.split(params)
         n_problems, outputs = len(coef), self.outputs
         row_share, penalty = self.row_share[problems], self.penalty[problems]
-        logits = (coef.reshape(-1, coef.shape[2]) @ self.X.T).reshape(
+        scale = None if self.column_scale is None else self.column_scale[problems]
+        seen = coef if scale is None else coef * scale  # the weights of the unscaled X
+        logits = (seen.reshape(-1, coef.shape[2]) @ self.X.T).reshape(
             n_problems, outputs, -1) + intercept[:, :, None]
         if outputs == 1:  # two classes: the first's logit is 0
             logits = np.concatenate([np.zeros_like(logits), logits], axis=1)
@@ -116,6 +125,8 @@ class _Objective:
         proba.reshape(-1)[at] -= 1.0  # softmax - one-hot: the loss's gradient in the logits
         residual = proba[:, -outputs:] * row_share[:, None, :]
         coef_grad = (residual.reshape(-1, residual.shape[2]) @ self.X).reshape(coef.shape)
+        if scale is not None:
+            coef_grad *= scale
         coef_grad += penalty[:, None, None] * coef
         grad = np.concatenate([coef_grad.reshape(n_problems, -1), _sum(residual, axis=2)],
                               axis=1)
@@ -166,7 +177,8 @@ def _rows_in_use(X, targets, weights):
     return X[used], targets[..., used], weights[:, used]
 
 
-def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=1000, tol=1e-4):
+def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=1000, tol=1e-4,
+                       column_scale=None):
     """Solve the batch of logistic regressions described in the module.
 
     Parameters
@@ -183,13 +195,17 @@ def fit_logistic_batch(X, targets, weights, C, n_classes, init=None, max_iter=10
     max_iter : int, default=1000
     tol : float, default=1e-4
         A problem stops when no entry of its gradient exceeds ``tol`` in absolute value.
+    column_scale : array of shape (n_problems, n_features), default=None
+        Each problem's scale of the columns of ``X`` (:class:`_Objective`); the returned
+        ``coef`` are those of the scaled columns.
 
     Returns
     -------
     LogisticBatch
     """
     X, targets, weights = _rows_in_use(X, targets, np.asarray(weights))
-    objective = _Objective(X, targets, weights, np.asarray(C, dtype=float), n_classes)
+    objective = _Objective(X, targets, weights, np.asarray(C, dtype=float), n_classes,
+                           column_scale)
     n_problems, outputs, n_features = objective.shape
     if init is None:
         params = np.zeros((n_problems, outputs * n_features + outputs))
@@ -254,6 +270,24 @@ def reduce_features(X):
         return X, None
     u, sigma, vt = np.linalg.svd(X, full_matrices=False)
     return u * sigma, vt
+
+
+def reduce_blocks(X, n_last):
+    """``(features, basis, n_last_features)``: :func:`reduce_features` of ``X``'s first
+    columns and of its last ``n_last`` apart, side by side, with the block-diagonal basis
+    (None when neither block is wide) and the reduced last block's width. Scaling a block's
+    columns then scales its reduced columns alike, so that one reduction serves every
+    weight of a block (``column_scale``)."""
+    X = _dense(X)
+    blocks = [reduce_features(X[:, : X.shape[1] - n_last]),
+              reduce_features(X[:, X.shape[1] - n_last:])]
+    n_last_features = blocks[1][0].shape[1]
+    if all(basis is None for _, basis in blocks):
+        return X, None, n_last_features
+    return (np.hstack([features for features, _ in blocks]),
+            block_diag(*(np.eye(features.shape[1]) if basis is None else basis
+                         for features, basis in blocks)),
+            n_last_features)
 
 
 def expand(coef, basis):
