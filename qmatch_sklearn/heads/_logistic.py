@@ -107,10 +107,11 @@ def head_folds(targets, seed, sample_weight=None):
 
 def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedding):
     """Each block weight's (:func:`~._averaging.block_weights`) regularisation path along
-    :data:`CS`, all block weights solved as one batch: ``[(path, scores)]`` in their order,
-    ``path`` a :class:`~._logistic_batch.LogisticBatch` (each fold's training rows, then all
-    rows; the Cs reached; coefficients of the block-weighted ``features``) and ``scores``
-    the held-out log-likelihoods (folds, Cs reached).
+    :data:`CS`, every block weight's problems at a C solved as one batch:
+    ``[(block weight, path, scores)]``, ``path`` a :class:`~._logistic_batch.LogisticBatch`
+    (each fold's training rows, then all rows; the Cs reached; coefficients of the
+    block-weighted ``features``) and ``scores`` the held-out log-likelihoods (folds, Cs
+    reached).
 
     Every problem sees the same rows, reduced once block by block
     (:func:`~._logistic_batch.reduce_blocks`), and its block weight as a scale of the
@@ -120,6 +121,7 @@ def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedd
     rows, basis, n_last = reduce_blocks(features, 0 if n_embedding is None else n_embedding)
     scale = np.ones((len(blocks), rows.shape[1]))
     scale[:, rows.shape[1] - n_last:] = np.asarray(blocks)[:, None]
+    scaled = n_embedding is not None  # else one block, of scale 1
     n_problems = len(folds) + 1
     problems = np.zeros((n_problems, len(targets)))
     for k, (train, _) in enumerate(folds):
@@ -131,7 +133,8 @@ def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedd
         at_C = fit_logistic_batch(
             rows, targets, np.tile(problems, (len(running), 1)),
             np.full(len(running) * n_problems, C), n_classes, init=previous,
-            max_iter=LOGISTIC_MAX_ITER, column_scale=np.repeat(scale[running], n_problems, axis=0))
+            max_iter=LOGISTIC_MAX_ITER,
+            column_scale=np.repeat(scale[running], n_problems, axis=0) if scaled else None)
         going = np.ones(len(running), dtype=bool)
         for i, block in enumerate(running):
             part = slice(i * n_problems, (i + 1) * n_problems)
@@ -148,8 +151,8 @@ def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedd
                                                           at_C.intercept[kept], None)
         if not len(running):
             break
-    return [(stack_path(solution), np.array(score).T)
-            for solution, score in zip(solutions, scores, strict=True)]
+    return [(block, stack_path(solution), np.array(score).T)
+            for block, solution, score in zip(blocks, solutions, scores, strict=True)]
 
 
 def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=None,
@@ -175,7 +178,6 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
                                                  n_classes, n_embedding))
     unconverged, paths = [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
-    block_of_fit = iter(block_weights(n_embedding))
 
     def fit(features, unlabeled):
         if folds is None:
@@ -184,10 +186,12 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
                                      LOGISTIC_MAX_ITER)
             chosen = 0
         else:
-            solution, scores = next(block_paths)
+            # weigh_embedding_block fits the block weights in block_weights' order, as
+            # cross_validated_paths solved them
+            block, solution, scores = next(block_paths)
             chosen = int(scores.mean(axis=0).argmax())
             C, score = float(CS[chosen]), float(scores.mean(axis=0)[chosen])
-            paths.append((next(block_of_fit),
+            paths.append((block,
                           np.concatenate([solution.coef[:-1],
                                           solution.intercept[:-1, :, :, None]], axis=3),
                           scores))

@@ -277,7 +277,10 @@ def reduce_blocks(X, n_last):
     columns and of its last ``n_last`` apart, side by side, with the block-diagonal basis
     (None when neither block is wide) and the reduced last block's width. Scaling a block's
     columns then scales its reduced columns alike, so that one reduction serves every
-    weight of a block (``column_scale``)."""
+    weight of a block (``column_scale``): the rows of ``[X_1, w X_2]`` lie in the span of the
+    two blocks' row spans side by side whatever w, so that W does too (the representer
+    theorem, as for :func:`reduce_features`), and the basis's rows are orthonormal, so that
+    the penalty is the same in both coordinates."""
     X = _dense(X)
     blocks = [reduce_features(X[:, : X.shape[1] - n_last]),
               reduce_features(X[:, X.shape[1] - n_last:])]
@@ -291,7 +294,8 @@ def reduce_blocks(X, n_last):
 
 
 def expand(coef, basis):
-    """Coefficients fitted on :func:`reduce_features`' features, of the original columns."""
+    """Coefficients fitted on :func:`reduce_features`' (or :func:`reduce_blocks`')
+    features, of the original columns."""
     return coef if basis is None else coef @ basis
 
 
