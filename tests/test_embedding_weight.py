@@ -49,7 +49,7 @@ def test_heads_are_averaged_by_their_cross_validated_likelihood(log_likelihoods,
     features: the embedding coefficients times the block's weight)."""
     scores = dict(zip(EMBEDDING_WEIGHTS, log_likelihoods, strict=True))
 
-    def fit(features, unlabeled):
+    def fit(features):
         weight = float(features[0, -1])  # the embedding column, scaled by the weight
         head = SimpleNamespace(coef_=np.array([[1.0 + weight, 1.0]]),
                                intercept_=np.array([weight]))
@@ -66,23 +66,21 @@ def test_heads_are_averaged_by_their_cross_validated_likelihood(log_likelihoods,
     np.testing.assert_allclose(p_heads, p)
 
 
-def test_a_twin_is_weighed_in_its_block_weights_slot_and_sees_the_unlabeled_rows_alike():
+def test_a_twin_is_weighed_in_its_block_weights_slot():
     """fit may return several heads per block weight (a regression and its self-trained
-    twin): each is weighed on its own, and the unlabeled rows' block is scaled as the
-    labeled rows' is."""
+    twin): each is weighed on its own; the block weights come in their order."""
     seen = []
 
-    def fit(features, unlabeled):
+    def fit(features):
         weight = float(features[0, -1])
-        seen.append((weight, float(unlabeled[0, -1])))
+        seen.append(weight)
         plain = SimpleNamespace(coef_=np.array([[0.0, 1.0]]), intercept_=np.array([0.0]))
         twin = SimpleNamespace(coef_=np.array([[1.0, 1.0]]), intercept_=np.array([1.0]))
         return [(plain, -1.0), (twin, -1.0 + 0.01 * weight)]
 
     n = 50
-    _, intercept, _, slots, p = weigh_embedding_block(
-        fit, np.ones((n, 2), np.float32), 1, unlabeled=np.ones((7, 2), np.float32))
-    assert seen == [(w, w) for w in EMBEDDING_WEIGHTS]
+    _, intercept, _, slots, p = weigh_embedding_block(fit, np.ones((n, 2), np.float32), 1)
+    assert seen == list(EMBEDDING_WEIGHTS)
     assert [len(slot) for slot in slots] == [2, 2, 2]
     expected = pseudo_bma([ll for slot in slots for ll in slot], n)
     np.testing.assert_allclose(p, expected)
@@ -90,7 +88,7 @@ def test_a_twin_is_weighed_in_its_block_weights_slot_and_sees_the_unlabeled_rows
 
 
 def test_a_far_better_head_takes_all_and_without_an_input_block_one_head_is_fitted():
-    def fit(features, unlabeled):
+    def fit(features):
         weight = float(features[0, -1])
         head = SimpleNamespace(coef_=np.array([[weight]]), intercept_=np.array([0.0]))
         return [(head, (0.0 if weight == 0.5 else -1.0))]

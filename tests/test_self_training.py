@@ -12,9 +12,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
 from qmatch_sklearn.heads import _self_training
+from qmatch_sklearn.heads._averaging import EMBEDDING_WEIGHTS, scale_block
 from qmatch_sklearn.heads._self_training import (
     MAX_UNLABELED_ROWS,
     self_trained_logistic,
+    self_trained_logistics,
     unlabeled_sample,
 )
 
@@ -92,6 +94,36 @@ def test_the_held_out_likelihood_is_that_of_regressions_that_never_saw_their_fol
         for train, test in folds])
     assert score < 0  # a mean log-likelihood
     assert score == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("n_unlabeled", [20, 200])
+def test_every_block_weight_s_twin_in_one_batch_is_its_twin_alone(n_unlabeled):
+    """The head self-trains the twins of all block weights in one batch (each at its own
+    C, its embedding columns scaled): each is the twin of its block-weighted columns
+    self-trained alone, to the solver's tolerance, with the same held-out score; a block
+    weight that pseudo-labels nothing has no twin while the others do. 20 unlabeled rows
+    leave both blocks narrower than the rows, 200 make the embedding block wider."""
+    rng = np.random.default_rng(0)
+    n_embedding, n_labeled = 30, 24
+    y = np.arange(n_labeled + n_unlabeled) % 2
+    X = rng.normal(size=(len(y), 4 + n_embedding))
+    X[:, 0] += 3 * y  # the input's signal
+    X[:, 4:] *= 0.05  # the embedding: noise
+    features, targets, unlabeled = X[:n_labeled], y[:n_labeled], X[n_labeled:]
+    folds = _two_folds(features, targets)
+    Cs = [1.0, 1e-4, 3.0]
+    together = self_trained_logistics(Cs, 1000, features, targets, unlabeled, folds,
+                                      n_embedding=n_embedding)
+    for C, weight, twin in zip(Cs, EMBEDDING_WEIGHTS, together, strict=True):
+        alone = self_trained_logistic(C, 1000, scale_block(features, n_embedding, weight),
+                                      targets, scale_block(unlabeled, n_embedding, weight),
+                                      folds)
+        assert (twin is None) == (alone is None)
+        if twin is not None:
+            np.testing.assert_allclose(twin[0].coef_, alone[0].coef_, atol=1e-3)
+            np.testing.assert_allclose(twin[0].intercept_, alone[0].intercept_, atol=1e-3)
+            assert twin[1] == pytest.approx(alone[1], abs=1e-4)
+    assert together[1] is None and together[0] is not None  # C=1e-4: nothing confident
 
 
 @given(n=st.integers(0, 3 * MAX_UNLABELED_ROWS), seed=st.integers(0, 2**32 - 1))

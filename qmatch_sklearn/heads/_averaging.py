@@ -36,26 +36,34 @@ def scale_block(array, n_embedding, weight):
     return scaled
 
 
-def weigh_embedding_block(fit, features, n_embedding, unlabeled=None):
-    """The closed-form head averaged over the weights of the embedding block.
+def average_blocks(block_heads, n_embedding, n_rows):
+    """The heads of every block weight averaged by :func:`pseudo_bma_weights`.
 
-    ``fit(features, unlabeled) -> [(model, mean held-out log-likelihood), ...]`` runs at
-    each block weight w_k; all heads are averaged by :func:`pseudo_bma_weights`. Returns
-    ``(coef, intercept, sum_k p_k w_k, log-likelihoods per block weight, p)``.
+    ``block_heads`` holds, for each block weight w_k in :func:`block_weights`' order, the
+    heads fitted on the features so weighted, as ``[(model, mean held-out log-likelihood),
+    ...]``; ``n_rows`` is the number of rows their likelihoods are means over. Returns
+    ``(coef, intercept, sum_k p_k w_k, log-likelihoods per block weight, p)``, ``coef`` of
+    the unweighted features.
     """
     heads, slots, scales = [], [], []
-    for weight in block_weights(n_embedding):
-        weighted, weighted_unlabeled = (None if rows is None else
-                                        scale_block(rows, n_embedding, weight)
-                                        for rows in (features, unlabeled))
+    for weight, fitted in zip(block_weights(n_embedding), block_heads, strict=True):
         slots.append([])
-        for model, log_likelihood in fit(weighted, weighted_unlabeled):
+        for model, log_likelihood in fitted:
             heads.append((scale_block(model.coef_, n_embedding, weight),
                           np.asarray(model.intercept_, dtype=float)))
             slots[-1].append(log_likelihood)
             scales.append(weight)
-    p = pseudo_bma_weights([ll for slot in slots for ll in slot], len(features))
+    p = pseudo_bma_weights([ll for slot in slots for ll in slot], n_rows)
     coef = sum(p_k * coef for p_k, (coef, _) in zip(p, heads, strict=True))
     intercept = sum(p_k * intercept for p_k, (_, intercept) in zip(p, heads, strict=True))
     return coef, intercept, float(p @ np.asarray(scales)), slots, p
 
+
+def weigh_embedding_block(fit, features, n_embedding):
+    """The closed-form head averaged over the weights of the embedding block:
+    ``fit(features) -> [(model, mean held-out log-likelihood), ...]`` run on ``features``
+    at each block weight, the heads averaged by :func:`average_blocks` (whose result this
+    returns)."""
+    return average_blocks([fit(scale_block(features, n_embedding, weight))
+                           for weight in block_weights(n_embedding)],
+                          n_embedding, len(features))

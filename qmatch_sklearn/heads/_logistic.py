@@ -17,7 +17,7 @@ from skorch.history import History
 
 from .._engine import TrainingResult
 from .._warnings import warn
-from ._averaging import block_weights, pseudo_bma_weights, scale_block, weigh_embedding_block
+from ._averaging import average_blocks, block_weights, pseudo_bma_weights, scale_block
 from ._boosting import (
     MIN_BOOSTING_WEIGHT,
     fit_member_trees,
@@ -36,7 +36,7 @@ from ._logistic_batch import (
     reduce_blocks,
     stack_path,
 )
-from ._self_training import self_trained_logistic
+from ._self_training import self_trained_logistics
 
 #: The head a classifier fits in closed form (``freeze_encoder="auto"`` without validation).
 LOGISTIC = "logistic"
@@ -48,10 +48,25 @@ CS = np.logspace(-4, 4, 10)
 HEAD_FOLDS = 5
 #: Falls in a row of the mean held-out score that stop a path (:func:`past_the_peak`).
 PATH_PATIENCE = 2
+
+
+def _each_block_weight(twin):
+    """A twin of one regression (``twin(C, max_iter, features, targets, unlabeled, folds,
+    sample_weight)``) as one of every block weight's, as :data:`TWINS` are called."""
+    def twins(Cs, max_iter, features, targets, unlabeled, folds, sample_weight, n_embedding):
+        return [twin(C, max_iter, scale_block(features, n_embedding, weight), targets,
+                     scale_block(unlabeled, n_embedding, weight), folds, sample_weight)
+                for C, weight in zip(Cs, block_weights(n_embedding), strict=True)]
+    return twins
+
+
 #: A plain regression's possible twins (``self_training=True``, ``label_spreading=True``),
-#: by the fitted attribute that holds their weight.
-TWINS = {"self_training_weight_": self_trained_logistic,
-         "label_spreading_weight_": spread_logistic}
+#: by the fitted attribute that holds their weight: ``twins(Cs, max_iter, features,
+#: targets, unlabeled, folds, sample_weight, n_embedding)`` gives each block weight's
+#: (``Cs`` theirs), of its block-weighted columns, as :func:`~._self_training.twin_logistic`
+#: returns one.
+TWINS = {"self_training_weight_": self_trained_logistics,
+         "label_spreading_weight_": _each_block_weight(spread_logistic)}
 
 
 @dataclass(frozen=True)
@@ -161,9 +176,9 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     :class:`LogisticAverage`.
 
     C is chosen among :data:`CS` by cross-validated log-loss, as ``LogisticRegressionCV``
-    does, along :func:`cross_validated_paths`, for each block weight of
-    :func:`~._averaging.weigh_embedding_block`; with ``unlabeled`` rows each regression also
-    gets its ``twins`` (keys of :data:`TWINS`).
+    does, along :func:`cross_validated_paths`, for each block weight, and the regressions
+    averaged by :func:`~._averaging.average_blocks`; with ``unlabeled`` rows each regression
+    also gets its ``twins`` (keys of :data:`TWINS`).
     """
     folds = head_folds(targets, seed, sample_weight)
     if unlabeled is None or folds is None:
@@ -171,44 +186,37 @@ def average_logistic(embeddings, targets, seed, sample_weight=None, n_embedding=
     n_classes = int(targets.max()) + 1
     weights = (np.ones(len(targets)) if sample_weight is None
                else np.asarray(sample_weight, dtype=float))
-    if folds is None:  # one block (weigh_embedding_block is told of none), at C=1
-        n_embedding, block_paths = None, iter(())
-    else:
-        block_paths = iter(cross_validated_paths(embeddings, targets, weights, folds,
-                                                 n_classes, n_embedding))
-    unconverged, paths = [], []
+    unconverged, paths, block_heads = [], [], []
     kinds = []  # each head's twin attribute (None: a plain regression), in the heads' order
-
-    def fit(features, unlabeled):
-        if folds is None:
-            C, score = 1.0, 0.0
-            solution = logistic_path(features, targets, weights[None], [C], n_classes,
-                                     LOGISTIC_MAX_ITER)
-            chosen = 0
-        else:
-            # weigh_embedding_block fits the block weights in block_weights' order, as
-            # cross_validated_paths solved them
-            block, solution, scores = next(block_paths)
+    if folds is None:  # one block (average_blocks is told of none), at C=1
+        n_embedding = None
+        solution = logistic_path(embeddings, targets, weights[None], [1.0], n_classes,
+                                 LOGISTIC_MAX_ITER)
+        fits = [(1.0, 0.0, solution, 0)]
+    else:
+        fits = []
+        for block, solution, scores in cross_validated_paths(embeddings, targets, weights,
+                                                             folds, n_classes, n_embedding):
             chosen = int(scores.mean(axis=0).argmax())
-            C, score = float(CS[chosen]), float(scores.mean(axis=0)[chosen])
-            paths.append((block,
-                          np.concatenate([solution.coef[:-1],
-                                          solution.intercept[:-1, :, :, None]], axis=3),
+            paths.append((block, np.concatenate([solution.coef[:-1],
+                                                 solution.intercept[:-1, :, :, None]], axis=3),
                           scores))
+            fits.append((float(CS[chosen]), float(scores.mean(axis=0)[chosen]), solution,
+                         chosen))
+    twin_heads = {name: TWINS[name]([C for C, *_ in fits], LOGISTIC_MAX_ITER, embeddings,
+                                    targets, unlabeled, folds, sample_weight, n_embedding)
+                  for name in twins}
+    for b, (C, score, solution, chosen) in enumerate(fits):
         if solution.n_iter[:, chosen].max() >= LOGISTIC_MAX_ITER:
             unconverged.append(C)
-        heads = [(LinearModel(solution.coef[-1, chosen], solution.intercept[-1, chosen]), score)]
+        block_heads.append([(LinearModel(solution.coef[-1, chosen],
+                                         solution.intercept[-1, chosen]), score)])
         kinds.append(None)
         for name in twins:
-            twin = TWINS[name](C, LOGISTIC_MAX_ITER, features, targets, unlabeled, folds,
-                               sample_weight)
-            if twin is not None:
-                heads.append(twin)
+            if twin_heads[name][b] is not None:
+                block_heads[-1].append(twin_heads[name][b])
                 kinds.append(name)
-        return heads
-
-    coef, intercept, weight, _, p = weigh_embedding_block(fit, embeddings, n_embedding,
-                                                          unlabeled)
+    coef, intercept, weight, _, p = average_blocks(block_heads, n_embedding, len(embeddings))
     if coef.shape[0] == 1:
         coef = np.vstack([np.zeros_like(coef), coef])
         intercept = np.r_[0.0, intercept]

@@ -28,7 +28,7 @@ def fit_ridge_head_(head, embeddings, targets, sample_weight=None, n_embedding=N
     leave-one-out cross-validation, for each weight of the embedding block
     (:func:`~._averaging.weigh_embedding_block`).
     """
-    def fit(features, unlabeled):
+    def fit(features):
         model = RidgeCV(alphas=RIDGE_ALPHAS).fit(
             features.astype(np.float64), targets.astype(np.float64), sample_weight=sample_weight
         )

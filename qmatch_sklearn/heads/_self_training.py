@@ -19,15 +19,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
+from ._averaging import block_weights
 from ._logistic_batch import (
     LinearModel,
     LogisticBatch,
+    _any,
     _dense,
     class_logits,
     expand,
     fit_logistic_batch,
     log_likelihood,
-    reduce_features,
+    reduce_blocks,
 )
 
 #: A predicted class probability from which an unlabeled row takes that class
@@ -77,38 +79,71 @@ def fit_with_pseudo_labels(C, max_iter, features, targets, weights, pseudo_rows,
 
 def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, sample_weight=None):
     """The self-trained twin of the plain regression at ``C``, as :func:`twin_logistic`
-    returns it, or None when no unlabeled row was pseudo-labeled.
+    returns it, or None when no unlabeled row was pseudo-labeled: one block weight of
+    :func:`self_trained_logistics`."""
+    return self_trained_logistics([C], max_iter, features, targets, unlabeled, folds,
+                                  sample_weight)[0]
 
-    All rows and every fold are one batch (:func:`~._logistic_batch.fit_logistic_batch`),
-    each round refitting only the problems whose pseudo-labels changed."""
+
+def self_trained_logistics(Cs, max_iter, features, targets, unlabeled, folds,
+                           sample_weight=None, n_embedding=None):
+    """The self-trained twin of each block weight's plain regression (the weights of
+    :func:`~._averaging.block_weights`, ``Cs`` theirs), each as :func:`twin_logistic`
+    returns it, with coefficients of the block-weighted columns, or None where no
+    unlabeled row was pseudo-labeled.
+
+    Every block weight's regressions on all rows and in every fold are one batch
+    (:func:`~._logistic_batch.fit_logistic_batch`, the block weight a scale of the
+    embedding's columns in one block-wise reduction,
+    :func:`~._logistic_batch.reduce_blocks`), each round refitting only the problems whose
+    pseudo-labels changed."""
     weights = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
     n_labeled, n_classes = len(targets), int(targets.max()) + 1
-    rows, basis = reduce_features(np.vstack([_dense(features), _dense(unlabeled)]))
+    blocks = block_weights(n_embedding)
+    rows, basis, n_last = reduce_blocks(np.vstack([_dense(features), _dense(unlabeled)]),
+                                        0 if n_embedding is None else n_embedding)
     trains = [train for train, _ in folds] + [np.arange(n_labeled)]  # all rows last
-    row_weights = np.zeros((len(trains), len(rows)))
-    row_targets = np.zeros((len(trains), len(rows)), dtype=np.int64)
+    n_trains = len(trains)
+    block_of = np.repeat(np.arange(len(blocks)), n_trains)  # each problem's block weight
+    everything_of = np.arange(1, len(blocks) + 1) * n_trains - 1  # their all-rows problems
+    scale = None
+    if n_embedding is not None:
+        scale = np.ones((len(block_of), rows.shape[1]))
+        scale[:, rows.shape[1] - n_last:] = np.asarray(blocks)[block_of, None]
+    C = np.asarray(Cs, dtype=float)[block_of]
+    row_weights = np.zeros((len(block_of), len(rows)))
+    row_targets = np.zeros((len(block_of), len(rows)), dtype=np.int64)
     row_targets[:, :n_labeled] = targets
-    for p, train in enumerate(trains):
+    for p in range(len(block_of)):
+        train = trains[p % n_trains]
         row_weights[p, train] = weights[train]
     labeled_total = row_weights.sum(axis=1)
 
     def solve(problems, init=None):
         return fit_logistic_batch(rows, row_targets[problems], row_weights[problems],
-                                  np.full(len(problems), C), n_classes, init=init,
-                                  max_iter=max_iter)
+                                  C[problems], n_classes, init=init, max_iter=max_iter,
+                                  column_scale=None if scale is None else scale[problems])
 
-    everything = solve(np.array([len(trains) - 1]))
-    proba = softmax(class_logits(rows[n_labeled:], everything.coef, everything.intercept),
-                    axis=2)
-    if proba.max() < THRESHOLD:  # no row to pseudo-label: no twin, and no fold to run
-        return None
-    solution = solve(np.arange(len(trains) - 1))
-    coef = np.concatenate([solution.coef, everything.coef])
-    intercept = np.concatenate([solution.intercept, everything.intercept])
-    n_pseudo = np.zeros(len(trains), dtype=int)
-    moving = np.ones(len(trains), dtype=bool)
+    def unlabeled_proba(problems, coef, intercept):
+        seen = coef if scale is None else coef * scale[problems, None, :]
+        return softmax(class_logits(rows[n_labeled:], seen, intercept), axis=2)
+
+    everything = solve(everything_of)
+    proba = unlabeled_proba(everything_of, everything.coef, everything.intercept)
+    # no row to pseudo-label: no twin for that block weight, and no fold to run
+    in_play = np.max(proba, axis=(1, 2)) >= THRESHOLD
+    if not _any(in_play):
+        return [None] * len(blocks)
+    coef = np.zeros((len(block_of), *everything.coef.shape[1:]))
+    intercept = np.zeros((len(block_of), everything.intercept.shape[1]))
+    coef[everything_of], intercept[everything_of] = everything.coef, everything.intercept
+    moving = in_play[block_of]
+    fold_problems = np.flatnonzero(moving & (np.arange(len(block_of)) % n_trains < n_trains - 1))
+    solution = solve(fold_problems)
+    coef[fold_problems], intercept[fold_problems] = solution.coef, solution.intercept
+    n_pseudo = np.zeros(len(block_of), dtype=int)
     for _ in range(MAX_ROUNDS):
-        proba = softmax(class_logits(rows[n_labeled:], coef, intercept), axis=2)
+        proba = unlabeled_proba(slice(None), coef, intercept)
         confident, pseudo = proba.max(axis=2) >= THRESHOLD, proba.argmax(axis=2)
         for p in np.flatnonzero(moving):
             same = (n_pseudo[p] > 0
@@ -127,11 +162,19 @@ def self_trained_logistic(C, max_iter, features, targets, unlabeled, folds, samp
             break
         refit = solve(problems, LogisticBatch(coef[problems], intercept[problems], None))
         coef[problems], intercept[problems] = refit.coef, refit.intercept
-    if not n_pseudo[-1]:
-        return None
-    held_out = [log_likelihood(rows[test], coef[k], intercept[k], targets[test], weights[test])
-                for k, (_, test) in enumerate(folds)]
-    return LinearModel(expand(coef[-1], basis), intercept[-1]), float(np.mean(held_out))
+    twins = []
+    for b, last in enumerate(everything_of):
+        if not (in_play[b] and n_pseudo[last]):
+            twins.append(None)
+            continue
+        seen = coef if scale is None else coef * scale[:, None, :]
+        held_out = [log_likelihood(rows[test], seen[last - n_trains + 1 + k],
+                                   intercept[last - n_trains + 1 + k], targets[test],
+                                   weights[test])
+                    for k, (_, test) in enumerate(folds)]
+        twins.append((LinearModel(expand(coef[last], basis), intercept[last]),
+                      float(np.mean(held_out))))
+    return twins
 
 
 def twin_logistic(train_twin, C, max_iter, features, targets, unlabeled, folds,
