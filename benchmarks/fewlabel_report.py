@@ -273,7 +273,7 @@ def picked_without_hindsight(part, ours="qmatch_clf"):
 
 #: The configuration of the library's defaults: the one compared with every contender
 #: (a later configuration may be a variant that was not adopted).
-DEFAULTS_CONFIG = "bf16-auto"
+DEFAULTS_CONFIG = "batched-twins"
 
 #: The few-label head's changes of issue #31 as (label, config, contender), the first
 #: the head before them; each is compared with it on the same tables and seeds.
@@ -373,8 +373,12 @@ PRETRAINING_BUDGET = (
      "qmatch_clf"),
     ("+ batches of 128 rows on every table (batch128-all, not adopted)", "batch128-all",
      "qmatch_clf"),
-    ("quick-lbfgs + pretraining under bf16 autocast where the CPU has bf16 units, the "
-     "defaults' code (bf16-auto)", "bf16-auto", "qmatch_clf"),
+    ("quick-lbfgs + pretraining under bf16 autocast where the CPU has bf16 units "
+     "(bf16-auto)", "bf16-auto", "qmatch_clf"),
+    ("+ the head's block weights' paths solved as one batch (batched-blocks)",
+     "batched-blocks", "qmatch_clf"),
+    ("+ their self-trained twins as one batch too, the defaults' code (batched-twins)",
+     "batched-twins", "qmatch_clf"),
 )
 
 #: The head's stacking read from its own folds (``heads._logistic.honest_out_of_fold``) against
@@ -550,11 +554,17 @@ STEP_SECTIONS = (
      "(tables of more than 4,608 rows) and on wine, whose rows it leaves as they were, "
      "commit c51e2a9; not adopted: MNIST -0.77 (-3.6 "
      "standard errors) for Cover Type +0.08 at 3.7x CatBoost's fit time instead of 5.1x), "
-     "`bf16-auto`, the code of today's defaults (`quick-lbfgs` with `QMatchClassifier`'s "
+     "`bf16-auto` (`quick-lbfgs` with `QMatchClassifier`'s "
      "`precision` defaulting to \"auto\": the default encoder pretrains under bf16 "
      "autocast on CPUs with bf16 matrix units, as this judge's AMD EPYC with AVX512-BF16 "
      "has, and in float32 elsewhere; "
-     "judged whole with CatBoost, commit d31893c), "
+     "judged whole with CatBoost, commit d31893c), `batched-blocks` (`bf16-auto` with the "
+     "head's cross-validated regularisation paths of its three embedding-block weights "
+     "solved as one batch of L-BFGS problems per C, the block weight a scale of the "
+     "embedding's columns: the same optimum to the solver's tolerance, not bit for bit; "
+     "judged whole with CatBoost, commit 6eda92b), `batched-twins`, the code of today's "
+     "defaults (`batched-blocks` with the three self-trained twins also one batch per "
+     "round; judged whole with CatBoost, commit 342949f), "
      "against `auto-v20`'s 100 epochs on the same draws (the encoder of `epochs10-v20` "
      "is seeded by the judge's seed, the default one by the classifier's: the same "
      "rows, other initialisations). What the accuracy pays for the fit time of issue "
