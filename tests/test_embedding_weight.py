@@ -1,5 +1,5 @@
 """The closed-form heads average over weights of the embedding block beside the input
-(``weigh_embedding_block``)."""
+(``average_blocks``; the ridge head fits each weight through ``weigh_embedding_block``)."""
 
 from types import SimpleNamespace
 

@@ -101,10 +101,11 @@ def test_every_block_weight_s_twin_in_one_batch_is_its_twin_alone(n_unlabeled):
     """The head self-trains the twins of all block weights in one batch (each at its own
     C, its embedding columns scaled): each is the twin of its block-weighted columns
     self-trained alone, to the solver's tolerance, with the same held-out score; a block
-    weight that pseudo-labels nothing has no twin while the others do. 20 unlabeled rows
-    leave both blocks narrower than the rows, 200 make the embedding block wider."""
+    weight that pseudo-labels nothing has no twin while the others do. With 20 unlabeled
+    rows the embedding block (100 columns) is wider than the rows, and reduced; with 200
+    it is not."""
     rng = np.random.default_rng(0)
-    n_embedding, n_labeled = 30, 24
+    n_embedding, n_labeled = 100, 24
     y = np.arange(n_labeled + n_unlabeled) % 2
     X = rng.normal(size=(len(y), 4 + n_embedding))
     X[:, 0] += 3 * y  # the input's signal
@@ -124,6 +125,27 @@ def test_every_block_weight_s_twin_in_one_batch_is_its_twin_alone(n_unlabeled):
             np.testing.assert_allclose(twin[0].intercept_, alone[0].intercept_, atol=1e-3)
             assert twin[1] == pytest.approx(alone[1], abs=1e-4)
     assert together[1] is None and together[0] is not None  # C=1e-4: nothing confident
+
+
+def test_a_twin_of_one_regression_is_called_on_each_block_weight_s_columns():
+    """Label spreading's twin fits one regression: the head calls it once per block
+    weight, at that weight's C, with the embedding columns of the labeled and the
+    unlabeled rows scaled alike."""
+    from qmatch_sklearn.heads._logistic import _each_block_weight
+
+    calls = []
+
+    def twin(C, max_iter, features, targets, unlabeled, folds, sample_weight):
+        calls.append((C, features[0, -1], unlabeled[0, -1], features[0, 0], unlabeled[0, 0]))
+        return C
+
+    features, unlabeled = np.full((6, 3), 2.0), np.full((4, 3), 3.0)
+    Cs = [0.1, 1.0, 10.0]
+    twins = _each_block_weight(twin)(Cs, 100, features, np.arange(6) % 2, unlabeled, None,
+                                     None, 1)
+    assert twins == Cs
+    assert calls == [(C, 2.0 * w, 3.0 * w, 2.0, 3.0)
+                     for C, w in zip(Cs, EMBEDDING_WEIGHTS, strict=True)]
 
 
 @given(n=st.integers(0, 3 * MAX_UNLABELED_ROWS), seed=st.integers(0, 2**32 - 1))

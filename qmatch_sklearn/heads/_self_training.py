@@ -6,8 +6,9 @@ method for deep neural networks"): fit on the labeled rows, label each unlabeled
 class probability reaches ``THRESHOLD``, refit on both, until the pseudo-labels settle
 (at most ``MAX_ROUNDS`` refits), as ``SelfTrainingClassifier`` does but with the
 pseudo-labels weighing as much as the labels (:func:`pseudo_label_weight`). Confident
-mistakes can reinforce themselves, so :func:`self_trained_logistic` repeats it in every
-fold and the head weighs it by its held-out log-likelihood
+mistakes can reinforce themselves, so :func:`self_trained_logistics` repeats it in every
+fold (for every weight of the embedding block at once) and the head weighs it by its
+held-out log-likelihood
 (:func:`~._averaging.pseudo_bma_weights`).
 """
 
