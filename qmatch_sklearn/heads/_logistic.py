@@ -29,6 +29,7 @@ from ._label_spreading import spread_logistic
 from ._logistic_batch import (
     LinearModel,
     LogisticBatch,
+    column_scales,
     expand,
     fit_logistic_batch,
     log_likelihood,
@@ -134,8 +135,7 @@ def cross_validated_paths(features, targets, weights, folds, n_classes, n_embedd
     stops on its own (:func:`past_the_peak`)."""
     blocks = block_weights(n_embedding)
     rows, basis, n_last = reduce_blocks(features, 0 if n_embedding is None else n_embedding)
-    scale = np.ones((len(blocks), rows.shape[1]))
-    scale[:, rows.shape[1] - n_last:] = np.asarray(blocks)[:, None]
+    scale = column_scales(rows.shape[1], n_last, blocks)
     scaled = n_embedding is not None  # else one block, of scale 1
     n_problems = len(folds) + 1
     problems = np.zeros((n_problems, len(targets)))

@@ -293,6 +293,15 @@ def reduce_blocks(X, n_last):
             n_last_features)
 
 
+def column_scales(n_features, n_last, block_weights):
+    """Each block weight's ``column_scale`` of :func:`reduce_blocks`' ``n_features``
+    features (block weights, features): 1 on the first block's columns, the weight on the
+    last ``n_last``."""
+    scale = np.ones((len(block_weights), n_features))
+    scale[:, n_features - n_last:] = np.asarray(block_weights, dtype=float)[:, None]
+    return scale
+
+
 def expand(coef, basis):
     """Coefficients fitted on :func:`reduce_features`' (or :func:`reduce_blocks`')
     features, of the original columns."""

@@ -27,6 +27,7 @@ from ._logistic_batch import (
     _any,
     _dense,
     class_logits,
+    column_scales,
     expand,
     fit_logistic_batch,
     log_likelihood,
@@ -107,10 +108,8 @@ def self_trained_logistics(Cs, max_iter, features, targets, unlabeled, folds,
     n_trains = len(trains)
     block_of = np.repeat(np.arange(len(blocks)), n_trains)  # each problem's block weight
     everything_of = np.arange(1, len(blocks) + 1) * n_trains - 1  # their all-rows problems
-    scale = None
-    if n_embedding is not None:
-        scale = np.ones((len(block_of), rows.shape[1]))
-        scale[:, rows.shape[1] - n_last:] = np.asarray(blocks)[block_of, None]
+    scale = (None if n_embedding is None  # else each problem's, by its block weight
+             else column_scales(rows.shape[1], n_last, blocks)[block_of])
     C = np.asarray(Cs, dtype=float)[block_of]
     row_weights = np.zeros((len(block_of), len(rows)))
     row_targets = np.zeros((len(block_of), len(rows)), dtype=np.int64)
@@ -164,11 +163,11 @@ def self_trained_logistics(Cs, max_iter, features, targets, unlabeled, folds,
         refit = solve(problems, LogisticBatch(coef[problems], intercept[problems], None))
         coef[problems], intercept[problems] = refit.coef, refit.intercept
     twins = []
+    seen = coef if scale is None else coef * scale[:, None, :]
     for b, last in enumerate(everything_of):
         if not (in_play[b] and n_pseudo[last]):
             twins.append(None)
             continue
-        seen = coef if scale is None else coef * scale[:, None, :]
         held_out = [log_likelihood(rows[test], seen[last - n_trains + 1 + k],
                                    intercept[last - n_trains + 1 + k], targets[test],
                                    weights[test])
