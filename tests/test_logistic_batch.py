@@ -103,11 +103,9 @@ def test_a_problem_s_column_scale_is_a_fit_on_its_scaled_columns(seed, n_classes
     for p in range(3):
         alone = fit_logistic_batch(X * scale[p], y, weights[p:p + 1], C[p:p + 1], n_classes,
                                    tol=1e-8, max_iter=10_000)
-        ours, theirs = (_objective(X * scale[p], y, weights[p:p + 1], C[p:p + 1], n_classes,
-                                   solved.coef[p:p + 1] if solved is batch else solved.coef,
-                                   solved.intercept[p:p + 1] if solved is batch
-                                   else solved.intercept)
-                        for solved in (batch, alone))
+        problem = (X * scale[p], y, weights[p:p + 1], C[p:p + 1], n_classes)
+        ours = _objective(*problem, batch.coef[p:p + 1], batch.intercept[p:p + 1])
+        theirs = _objective(*problem, alone.coef, alone.intercept)
         assert ours == pytest.approx(theirs, abs=1e-9)
         bound = 1e-4 * (1 + np.abs(alone.coef).max())
         np.testing.assert_allclose(batch.coef[p], alone.coef[0], atol=bound)
