@@ -169,9 +169,9 @@ TABLES = {table.name: table for table in [
 
 
 @functools.lru_cache(maxsize=2)
-def load_table(name, data_home=None):
-    """``TABLES[name].load(data_home)``, read once per process for its seeds."""
-    return TABLES[name].load(data_home)
+def load_table(table, data_home=None):
+    """``table.load(data_home)``, read once per process for its seeds."""
+    return table.load(data_home)
 
 
 def labeled_rows(y, seed, fraction=LABEL_FRACTION, min_per_class=MIN_PER_CLASS):
@@ -197,7 +197,7 @@ def split_table(table, seed, data_home=None):
         codes), ``labeled`` (bool mask over the train rows), ``X_test``, ``y_test``,
         ``classes`` (the original labels of the codes).
     """
-    data = load_table(table.name, data_home)
+    data = load_table(table, data_home)
     classes, y = np.unique(data.y, return_inverse=True)
     if table.split == "paper":
         split = load_paper_split(data.config, random_state=seed, dataset=data.dataset)
@@ -219,7 +219,7 @@ def split_table(table, seed, data_home=None):
 
 def describe_table(table, data_home=None):
     """Rows, classes, % missing cells and categorical columns of the raw table."""
-    data = load_table(table.name, data_home)
+    data = load_table(table, data_home)
     categorical = [c for c in data.X.columns if isinstance(data.X[c].dtype, pd.CategoricalDtype)]
     return {"rows": len(data.X), "features": data.X.shape[1],
             "classes": len(np.unique(data.y)),

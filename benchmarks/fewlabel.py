@@ -173,9 +173,9 @@ def _as_object(X):
     return X
 
 
-def prepare(table, seed, data_home):
-    """The split of (table, seed) and its preprocessed float32 rows."""
-    data = split_table(TABLES[table], seed, data_home)
+def prepare(table, seed, data_home, tables=TABLES):
+    """The split of (``tables[table]``, seed) and its preprocessed float32 rows."""
+    data = split_table(tables[table], seed, data_home)
     preprocessor = make_preprocessor().fit(_as_object(data.X_train))
     data.Xp_train = preprocessor.transform(_as_object(data.X_train)).astype(np.float32)
     data.Xp_test = preprocessor.transform(_as_object(data.X_test)).astype(np.float32)

@@ -671,21 +671,21 @@ def fit_split(rows):
     return cells
 
 
-def against_catboost_time(frame, config, ours="qmatch_clf"):
+def against_catboost_time(frame, config, ours="qmatch_clf", tables=TABLES):
     """Rows of ours' fit seconds over CatBoost's default fit on the same rows (issue
     #54), from the rows of ``config`` alone: both fitted in the same run, on the same
-    machine and one thread each. Per table, the seeds both have ``timed_alone`` on one
-    machine: each mean, the geometric mean over seeds of the per-seed ratio (✗ above
-    ``TIME_GOAL``), and the accuracy of each; ours' fit split (:func:`fit_split`); a last
-    row with the geometric mean of the tables' ratios. Empty where the run has no CatBoost
-    rows."""
+    machine and one thread each. Per table of ``tables`` (in their order), the seeds both
+    have ``timed_alone`` on one machine: each mean, the geometric mean over seeds of the
+    per-seed ratio (✗ above ``TIME_GOAL``), and the accuracy of each; ours' fit split
+    (:func:`fit_split`); a last row with the geometric mean of the tables' ratios. Empty
+    where the run has no CatBoost rows."""
     part = timed_alone(frame[frame["config"] == config])
     # a pair: the same table, seed and machine
     pairs = part[part["contender"] == ours].merge(
         part[part["contender"] == "catboost"], on=["table", "seed", "machine"],
         suffixes=("", "_catboost"))
     rows, ratios = [], []
-    for table in [t for t in TABLES if t in set(pairs["table"])]:
+    for table in [t for t in tables if t in set(pairs["table"])]:
         both = pairs[pairs["table"] == table]
         ratio = geometric_mean(both["fit_seconds"] / both["fit_seconds_catboost"])
         ratios.append(ratio)
