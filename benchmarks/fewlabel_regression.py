@@ -119,8 +119,9 @@ TABLES = {t.name: t for t in [
 ]}
 
 
-def split(table, seed):
-    data = TABLES[table].load()
+def split(table, seed, tables=TABLES):
+    """The (``tables[table]``, seed) rows every contender sees, raw and preprocessed."""
+    data = tables[table].load()
     train, test = train_test_split(np.arange(len(data.y)), test_size=TEST_FRACTION,
                                    random_state=seed)
     n_labeled = max(MIN_LABELED, round(LABEL_FRACTION * len(train)))
@@ -235,17 +236,18 @@ def report(csv, out):
                      f"{first['n_unlabeled']} / {first['n_test']} | " + " | ".join(cells)
                      + f" | {gap} | {_raw_gap(part)} |")
     lines += _mean_row(means)
-    lines += _against_catboost_time(results)
+    lines += against_catboost_time(results)
     out.write_text("\n".join(lines) + "\n")
 
 
-def _against_catboost_time(results):
+def against_catboost_time(results, tables=TABLES):
     """Lines of ``QMatchRegressor()``'s fit seconds over CatBoost's default fit on the
     same rows (issue #54's goal: at most ``TIME_GOAL`` times on every table, at most
     ``MEAN_TIME_GOAL`` on the geometric mean of the tables), per table the geometric
     mean over the seeds whose two rows come from one commit and machine (one thread
     each; a row timed at 0.00 s is left out), and ``qmatch_reg``'s fit split over those
-    seeds (``fewlabel_report.fit_split``); none without such seeds."""
+    seeds (``fewlabel_report.fit_split``), for the tables of ``tables`` in their order;
+    none without such seeds."""
     catboost = results[results["contender"] == "catboost"]
     pairs = {}  # contender -> its rows beside CatBoost's, both timed
     for contender in ("qmatch_reg", "qmatch_reg_raw"):
@@ -253,7 +255,7 @@ def _against_catboost_time(results):
             catboost, on=["table", "seed", "commit", "machine"], suffixes=("", "_catboost"))
         pairs[contender] = both[(both["fit_seconds"] > 0) & (both["fit_seconds_catboost"] > 0)]
     rows, ratios = [], []
-    for table in [t for t in TABLES if t in set(pairs["qmatch_reg"]["table"])]:
+    for table in [t for t in tables if t in set(pairs["qmatch_reg"]["table"])]:
         cells = []
         for contender, both in pairs.items():
             both = both[both["table"] == table]
