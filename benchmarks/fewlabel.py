@@ -491,11 +491,16 @@ def main(argv=None):
     args = parse_args(argv)
     ENCODER_PARAMS.update(args.encoder_params)
     CLASSIFIER_PARAMS.update(args.classifier_params)
-    # the registry's order: cheap tables first
-    cells = [{"table": table, "seed": seed, "config": args.config}
-             for table in TABLES if table in args.tables for seed in args.seeds]
+    run_cells(args, TABLES, args.config)
+
+
+def run_cells(args, tables, config):
+    """Every contender of ``args`` on every (table, seed) of ``args`` among ``tables``, in the
+    registry's order (cheap tables first), as rows of ``config`` appended to ``args.out``."""
+    cells = [{"table": table, "seed": seed, "config": config}
+             for table in tables if table in args.tables for seed in args.seeds]
     run_grid(args, Store(args.out, FIELDS, KEY), cells,
-             lambda cell: prepare(cell["table"], cell["seed"], args.data_home),
+             lambda cell: prepare(cell["table"], cell["seed"], args.data_home, tables),
              lambda contender, data, cell: evaluate(contender, data, cell["seed"], args.smoke),
              lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
                          f"{row['accuracy']:.2f}% (balanced {row['balanced_accuracy']:.2f}%, "

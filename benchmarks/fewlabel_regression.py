@@ -318,12 +318,19 @@ def main(argv=None):
     if args.report:
         report(args.out, args.out.with_suffix(".md"))
         return
-    cells = [{"table": table, "seed": seed} for table in args.tables for seed in args.seeds]
+    run_cells(args, TABLES, again=args.again)
+
+
+def run_cells(args, tables, again=False):
+    """Every contender of ``args`` on every (table, seed) of ``args`` among ``tables``, in the
+    registry's order, as rows appended to ``args.out`` (``again``: recorded ones too)."""
+    cells = [{"table": table, "seed": seed}
+             for table in tables if table in args.tables for seed in args.seeds]
     run_grid(args, Store(args.out, FIELDS, KEY), cells,
-             lambda cell: split(cell["table"], cell["seed"]),
+             lambda cell: split(cell["table"], cell["seed"], tables),
              lambda contender, data, cell: measure(contender, data, cell, args.smoke),
              lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
-                         f"R² {row['r2']:.4f}", again=args.again)
+                         f"R² {row['r2']:.4f} ({row['fit_seconds']} s)", again=again)
 
 
 if __name__ == "__main__":

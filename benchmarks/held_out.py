@@ -33,8 +33,8 @@ from pathlib import Path
 import pandas as pd
 
 from ._fewlabel_tables import Table, _rdataset
-from ._harness import Store, mean_std, run_grid, study_parser
-from .fewlabel import FIELDS, KEY, evaluate, prepare
+from ._harness import mean_std, study_parser
+from .fewlabel import run_cells
 from .fewlabel_report import against_catboost_time
 
 RESULTS = Path(__file__).parent / "results" / "held_out.csv"
@@ -108,14 +108,7 @@ def main(argv=None):
     if args.report:
         report(args.out, args.out.with_suffix(".md"), config)
         return
-    cells = [{"table": table, "seed": seed, "config": config}
-             for table in HELD_OUT if table in args.tables for seed in args.seeds]
-    run_grid(args, Store(args.out, FIELDS, KEY), cells,
-             lambda cell: prepare(cell["table"], cell["seed"], args.data_home, HELD_OUT),
-             lambda contender, data, cell: evaluate(contender, data, cell["seed"], args.smoke),
-             lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
-                         f"{row['accuracy']:.2f}% ({row['fit_seconds']} s, "
-                         f"{row['n_labeled']} labeled)")
+    run_cells(args, HELD_OUT, config)
 
 
 if __name__ == "__main__":

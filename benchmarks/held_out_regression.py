@@ -30,15 +30,8 @@ import pandas as pd
 from sklearn.utils import Bunch
 
 from ._fewlabel_tables import _categorical
-from ._harness import Store, mean_std, run_grid, study_parser
-from .fewlabel_regression import (
-    FIELDS,
-    KEY,
-    RegressionTable,
-    against_catboost_time,
-    measure,
-    split,
-)
+from ._harness import mean_std, study_parser
+from .fewlabel_regression import KEY, RegressionTable, against_catboost_time, run_cells
 
 RESULTS = Path(__file__).parent / "results" / "held_out_regression.csv"
 CONTENDERS = ("catboost", "qmatch_reg", "qmatch_reg_raw")
@@ -118,14 +111,7 @@ def main(argv=None):
     if args.report:
         report(args.out, args.out.with_suffix(".md"))
         return
-    cells = [{"table": table, "seed": seed}
-             for table in HELD_OUT if table in args.tables for seed in args.seeds]
-    run_grid(args, Store(args.out, FIELDS, KEY), cells,
-             lambda cell: split(cell["table"], cell["seed"], HELD_OUT),
-             lambda contender, data, cell: measure(contender, data, cell, args.smoke),
-             lambda row: f"{row['table']} seed {row['seed']} {row['contender']}: "
-                         f"R² {row['r2']:.4f} ({row['fit_seconds']} s, "
-                         f"{row['n_labeled']} labeled)")
+    run_cells(args, HELD_OUT)
 
 
 if __name__ == "__main__":
