@@ -308,17 +308,6 @@ def expand(coef, basis):
     return coef if basis is None else coef @ basis
 
 
-def regularisation_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
-    """Yield one :class:`LogisticBatch` per C of the increasing ``Cs``, each warm-started
-    from the previous (on :func:`reduce_features`), so that a caller can stop early."""
-    features, basis = reduce_features(X)
-    previous = None
-    for C in Cs:
-        previous = fit_logistic_batch(features, targets, weights, np.full(len(weights), C),
-                                      n_classes, init=previous, max_iter=max_iter, tol=tol)
-        yield LogisticBatch(expand(previous.coef, basis), previous.intercept, previous.n_iter)
-
-
 def stack_path(solutions):
     """A path's solutions as one :class:`LogisticBatch` with a second axis for the Cs."""
     return LogisticBatch(*(np.stack([getattr(s, name) for s in solutions], axis=1)
@@ -326,9 +315,16 @@ def stack_path(solutions):
 
 
 def logistic_path(X, targets, weights, Cs, n_classes, max_iter=1000, tol=1e-4):
-    """The whole :func:`regularisation_path` along ``Cs``, stacked (:func:`stack_path`)."""
-    return stack_path(list(regularisation_path(X, targets, weights, Cs, n_classes,
-                                               max_iter, tol)))
+    """The batch's solutions along the increasing ``Cs``, each warm-started from the one
+    before (on :func:`reduce_features`), stacked (:func:`stack_path`)."""
+    features, basis = reduce_features(X)
+    solutions, previous = [], None
+    for C in Cs:
+        previous = fit_logistic_batch(features, targets, weights, np.full(len(weights), C),
+                                      n_classes, init=previous, max_iter=max_iter, tol=tol)
+        solutions.append(LogisticBatch(expand(previous.coef, basis), previous.intercept,
+                                       previous.n_iter))
+    return stack_path(solutions)
 
 
 def log_likelihood(X, coef, intercept, targets, weights):
